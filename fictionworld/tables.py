@@ -1,0 +1,172 @@
+"""Columnar storage of entities and facts: numpy arrays are the source of truth.
+
+A million entities with several million facts fit in a few hundred MB this way, and every
+check is a vectorised pass. A networkx view is built on demand (``World.graph``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
+
+import numpy as np
+
+from fictionworld.dates import NA_DATE
+from fictionworld.schema import ENTITY_TYPES, PREDICATES
+
+__all__ = ["EntityTable", "FactTable", "NA_INT", "NA_DATE", "TYPE_NAMES", "TYPE_CODE"]
+
+NA_INT = np.int64(np.iinfo(np.int64).min)
+TYPE_NAMES: tuple[str, ...] = tuple(ENTITY_TYPES)
+TYPE_CODE: dict[str, int] = {t: i for i, t in enumerate(TYPE_NAMES)}
+
+
+def _obj(values) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values) if not isinstance(values, np.ndarray) else values
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class EntityTable:
+    type_code: np.ndarray  # int16, index into TYPE_NAMES
+    local: np.ndarray  # int32, index within the type (stable id part)
+    name: np.ndarray  # object: str
+    aliases: np.ndarray  # object: tuple[str, ...]
+    culture: np.ndarray  # object: str ("" when none)
+    namesake_group: np.ndarray  # int32, -1 when not a deliberate namesake
+
+    @classmethod
+    def empty(cls) -> EntityTable:
+        return cls(
+            np.zeros(0, np.int16), np.zeros(0, np.int32), _obj([]), _obj([]), _obj([]),
+            np.zeros(0, np.int32),
+        )
+
+    def __len__(self) -> int:
+        return len(self.type_code)
+
+    @cached_property
+    def ids(self) -> np.ndarray:
+        return _obj([f"{TYPE_NAMES[t]}:{i}" for t, i in zip(self.type_code.tolist(), self.local.tolist())])
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        return {e: i for i, e in enumerate(self.ids.tolist())}
+
+    def type_of(self, row: int) -> str:
+        return TYPE_NAMES[int(self.type_code[row])]
+
+    def rows_of_type(self, type_name: str) -> np.ndarray:
+        return np.flatnonzero(self.type_code == TYPE_CODE[type_name])
+
+    def concat(self, other: EntityTable) -> EntityTable:
+        return EntityTable(*(np.concatenate([getattr(self, f.name), getattr(other, f.name)])
+                             for f in fields(self)))
+
+    def with_values(self, **columns: np.ndarray) -> EntityTable:
+        return replace(self, **columns)
+
+
+@dataclass(frozen=True, eq=False)
+class FactTable:
+    """One row per fact. Literal columns hold a sentinel (NA_INT, NaN, NA_DATE, None) when unused."""
+
+    id: np.ndarray  # int64
+    subject: np.ndarray  # int32 entity row
+    predicate: np.ndarray  # int16 index into PREDICATES
+    object: np.ndarray  # int32 entity row, -1 for a literal
+    v_int: np.ndarray  # int64
+    v_float: np.ndarray  # float64
+    v_date: np.ndarray  # int32 days
+    v_text: np.ndarray  # object: str | None
+    start: np.ndarray  # int32 days
+    end: np.ndarray  # int32 days
+    source: np.ndarray  # int16 index into ``sources``
+    sources: tuple[str, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        subject: np.ndarray,
+        predicate: int,
+        *,
+        obj: np.ndarray | None = None,
+        v_int: np.ndarray | None = None,
+        v_float: np.ndarray | None = None,
+        v_date: np.ndarray | None = None,
+        v_text: np.ndarray | list | None = None,
+        start: np.ndarray | None = None,
+        end: np.ndarray | None = None,
+        source: int = 0,
+        sources: tuple[str, ...] = (),
+    ) -> FactTable:
+        n = len(subject)
+
+        def col(value, dtype, fill):
+            if value is None:
+                return np.full(n, fill, dtype=dtype)
+            arr = np.asarray(value, dtype=dtype)
+            return np.full(n, arr, dtype=dtype) if arr.ndim == 0 else arr
+
+        text = np.full(n, None, dtype=object) if v_text is None else _obj(v_text)
+        return cls(
+            id=np.zeros(n, np.int64),
+            subject=np.asarray(subject, np.int32),
+            predicate=np.full(n, predicate, np.int16),
+            object=col(obj, np.int32, -1),
+            v_int=col(v_int, np.int64, NA_INT),
+            v_float=col(v_float, np.float64, np.nan),
+            v_date=col(v_date, np.int32, NA_DATE),
+            v_text=text,
+            start=col(start, np.int32, NA_DATE),
+            end=col(end, np.int32, NA_DATE),
+            source=np.full(n, source, np.int16),
+            sources=sources,
+        )
+
+    @classmethod
+    def empty(cls) -> FactTable:
+        return cls.build(np.zeros(0, np.int32), 0)
+
+    @classmethod
+    def concat_all(cls, parts: list[FactTable], sources: tuple[str, ...]) -> FactTable:
+        if not parts:
+            return replace(cls.empty(), sources=sources)
+        cols = {
+            f.name: np.concatenate([getattr(p, f.name) for p in parts])
+            for f in fields(cls) if f.name != "sources"
+        }
+        return cls(**cols, sources=sources)
+
+    def __len__(self) -> int:
+        return len(self.subject)
+
+    def take(self, rows: np.ndarray) -> FactTable:
+        cols = {f.name: getattr(self, f.name)[rows] for f in fields(self) if f.name != "sources"}
+        return FactTable(**cols, sources=self.sources)
+
+    def append(self, other: FactTable) -> FactTable:
+        """Append ``other`` (its ids renumbered after ours, its sources merged into ours)."""
+        sources = list(self.sources)
+        remap = np.array([_index(sources, s) for s in other.sources] or [0], np.int16)
+        other = replace(other, source=remap[other.source] if len(other.sources) else other.source)
+        start_id = int(self.id.max()) + 1 if len(self) else 0
+        other = replace(other, id=np.arange(start_id, start_id + len(other), dtype=np.int64))
+        return FactTable.concat_all([self, other], tuple(sources))
+
+    def with_values(self, **columns) -> FactTable:
+        return replace(self, **columns)
+
+    def mask_predicate(self, name: str) -> np.ndarray:
+        return self.predicate == PREDICATES.index(name)
+
+    @cached_property
+    def is_relation(self) -> np.ndarray:
+        return self.object >= 0
+
+
+def _index(items: list[str], item: str) -> int:
+    if item not in items:
+        items.append(item)
+    return items.index(item)

@@ -1,0 +1,216 @@
+"""The World: a spec, a seed, and columnar entities + facts, with a graph view on demand."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from fictionworld.dates import NA_DATE, from_days
+from fictionworld.records import Entity, Fact
+from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, PREDICATES, RELATIONS
+from fictionworld.spec import WorldSpec
+from fictionworld.tables import NA_INT, TYPE_NAMES, EntityTable, FactTable
+
+__all__ = ["World", "FORMAT"]
+
+FORMAT = "fictionworld/1"
+UNITS: dict[str, str | None] = {
+    a.name: a.unit for s in ENTITY_TYPES.values() for a in s.attributes
+}
+
+
+class World:
+    """A generated world. Columnar tables are the truth; ``graph`` is a networkx view."""
+
+    def __init__(self, *, spec: WorldSpec, seed: int, entities: EntityTable, facts: FactTable,
+                 generators: dict[str, str] | None = None):
+        self.spec = spec
+        self.seed = int(seed)
+        self.entities = entities
+        self.facts = _canonical_sources(facts)
+        self.generators = dict(generators or {})
+
+    # -- identity ------------------------------------------------------------------------
+    @cached_property
+    def world_hash(self) -> str:
+        """Hash of the canonical content: same seed and spec give the same hash on any machine."""
+        h = hashlib.blake2b(digest_size=20)
+        head = {"format": FORMAT, "seed": self.seed, "spec": self.spec.model_dump(mode="json")}
+        h.update(json.dumps(head, sort_keys=True).encode())
+        e, f = self.entities, self.facts
+        for arr, dt in ((e.type_code, "<i2"), (e.local, "<i4"), (e.namesake_group, "<i4")):
+            _update(h, arr, dt)
+        _update_strings(h, e.name.tolist())
+        _update_strings(h, e.culture.tolist())
+        _update_strings(h, ["\x1e".join(a) for a in e.aliases.tolist()])
+        for name, dt in (("id", "<i8"), ("subject", "<i4"), ("predicate", "<i2"), ("object", "<i4"),
+                         ("v_int", "<i8"), ("v_float", "<f8"), ("v_date", "<i4"), ("start", "<i4"),
+                         ("end", "<i4"), ("source", "<i2")):
+            _update(h, getattr(f, name), dt)
+        text_rows = np.flatnonzero(f.v_text != None)  # noqa: E711  (elementwise)
+        _update(h, text_rows, "<i8")
+        _update_strings(h, f.v_text[text_rows].tolist())
+        _update_strings(h, list(f.sources))
+        return h.hexdigest()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, World) and self.world_hash == other.world_hash
+
+    def __hash__(self) -> int:
+        return hash(self.world_hash)
+
+    def __repr__(self) -> str:
+        return f"World(seed={self.seed}, entities={len(self.entities)}, facts={len(self.facts)}, hash={self.world_hash[:12]})"
+
+    def replace(self, *, entities: EntityTable | None = None, facts: FactTable | None = None,
+                spec: WorldSpec | None = None) -> World:
+        return World(spec=spec or self.spec, seed=self.seed, entities=entities or self.entities,
+                     facts=facts if facts is not None else self.facts, generators=self.generators)
+
+    # -- summaries -----------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        c = np.bincount(self.entities.type_code, minlength=len(TYPE_NAMES))
+        return {t: int(c[i]) for i, t in enumerate(TYPE_NAMES) if c[i]}
+
+    def predicate_counts(self) -> dict[str, int]:
+        c = np.bincount(self.facts.predicate, minlength=len(PREDICATES))
+        return {p: int(c[i]) for i, p in enumerate(PREDICATES) if c[i]}
+
+    # -- records -------------------------------------------------------------------------
+    def row(self, entity_id: str) -> int:
+        try:
+            return self.entities.row_of[entity_id]
+        except KeyError:
+            raise KeyError(f"no entity {entity_id!r}") from None
+
+    def entity(self, entity_id: str | int) -> Entity:
+        e = self.entities
+        r = entity_id if isinstance(entity_id, int | np.integer) else self.row(entity_id)
+        g = int(e.namesake_group[r])
+        return Entity(id=e.ids[r], type=e.type_of(r), name=e.name[r], aliases=tuple(e.aliases[r]),
+                      culture=e.culture[r], namesake_group=None if g < 0 else g)
+
+    def find(self, name: str, type: str | None = None) -> list[Entity]:
+        """Entities called exactly ``name`` (namesakes give several)."""
+        rows = [i for i in self._name_index.get(name, ()) if type is None or self.entities.type_of(i) == type]
+        return [self.entity(i) for i in rows]
+
+    @cached_property
+    def _name_index(self) -> dict[str, list[int]]:
+        idx: dict[str, list[int]] = {}
+        for i, n in enumerate(self.entities.name.tolist()):
+            idx.setdefault(n, []).append(i)
+        return idx
+
+    def fact(self, row: int) -> Fact:
+        f, ids = self.facts, self.entities.ids
+        p = PREDICATES[int(f.predicate[row])]
+        value = None
+        if f.v_int[row] != NA_INT:
+            value = int(f.v_int[row])
+        elif not np.isnan(f.v_float[row]):
+            value = float(f.v_float[row])
+        elif f.v_date[row] != NA_DATE:
+            value = from_days(f.v_date[row])
+        elif f.v_text[row] is not None:
+            value = f.v_text[row]
+        obj = int(f.object[row])
+        return Fact(
+            id=int(f.id[row]), subject=ids[f.subject[row]], predicate=p,
+            object=ids[obj] if obj >= 0 else None, value=value,
+            unit=None if p in RELATIONS else UNITS.get(p),
+            start=None if f.start[row] == NA_DATE else from_days(f.start[row]),
+            end=None if f.end[row] == NA_DATE else from_days(f.end[row]),
+            source=f.sources[f.source[row]] if f.sources else "",
+        )
+
+    def facts_about(self, entity_id: str, *, incoming: bool = True) -> list[Fact]:
+        r = self.row(entity_id)
+        mask = self.facts.subject == r
+        if incoming:
+            mask |= self.facts.object == r
+        return [self.fact(i) for i in np.flatnonzero(mask)]
+
+    def attribute(self, type_name: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(entity rows, values) of one attribute over one type, vectorised."""
+        f = self.facts
+        m = (f.predicate == PREDICATE_CODE[name]) & (self.entities.type_code[f.subject] == TYPE_NAMES.index(type_name))
+        dtype = ENTITY_TYPES[type_name].attribute(name).dtype.value
+        col = {"int": f.v_int, "float": f.v_float, "date": f.v_date}.get(dtype, f.v_text)
+        return f.subject[m], col[m]
+
+    # -- views ---------------------------------------------------------------------------
+    @cached_property
+    def graph(self):
+        """A networkx MultiDiGraph of entities (nodes, with type and name) and relation facts
+        (edges keyed by fact id). Built on first use; large worlds take a while."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        e, f, ids = self.entities, self.facts, self.entities.ids
+        g.add_nodes_from((ids[i], {"type": TYPE_NAMES[t], "name": n})
+                         for i, (t, n) in enumerate(zip(e.type_code.tolist(), e.name.tolist())))
+        rel = np.flatnonzero(f.object >= 0)
+        g.add_edges_from(
+            (ids[s], ids[o], int(k), {"predicate": PREDICATES[p]})
+            for s, o, k, p in zip(f.subject[rel].tolist(), f.object[rel].tolist(), f.id[rel].tolist(),
+                                  f.predicate[rel].tolist())
+        )
+        return g
+
+    def degree_summary(self) -> dict[str, dict[str, float]]:
+        """Per entity type: mean / median / max number of relation facts touching an entity."""
+        f, e = self.facts, self.entities
+        rel = f.object >= 0
+        deg = np.bincount(f.subject[rel], minlength=len(e)) + np.bincount(f.object[rel], minlength=len(e))
+        out = {}
+        for i, t in enumerate(TYPE_NAMES):
+            d = deg[e.type_code == i]
+            if len(d):
+                out[t] = {"mean": float(d.mean()), "median": float(np.median(d)), "max": int(d.max())}
+        return out
+
+    def culture_counts(self) -> Counter:
+        return Counter(self.entities.culture.tolist())
+
+    # -- persistence ---------------------------------------------------------------------
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        from fictionworld.storage import save_world
+
+        return save_world(self, path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path, *, verify: bool = True) -> World:
+        from fictionworld.storage import load_world
+
+        return load_world(path, verify=verify)
+
+
+def _update(h, arr: np.ndarray, dtype: str) -> None:
+    a = np.ascontiguousarray(arr, dtype=np.dtype(dtype))
+    h.update(len(a).to_bytes(8, "little"))
+    h.update(a.tobytes())
+
+
+def _update_strings(h, items: list[str]) -> None:
+    h.update(len(items).to_bytes(8, "little"))
+    h.update("\x1f".join(items).encode("utf-8", "surrogatepass"))
+
+
+def _canonical_sources(facts: FactTable) -> FactTable:
+    """Sort the source-name table so its codes never depend on generation order."""
+    if not facts.sources:
+        return facts
+    order = sorted(range(len(facts.sources)), key=lambda i: facts.sources[i])
+    if order == list(range(len(order))):
+        return facts
+    remap = np.empty(len(order), np.int16)
+    remap[order] = np.arange(len(order), dtype=np.int16)
+    from dataclasses import replace
+
+    return replace(facts, source=remap[facts.source], sources=tuple(facts.sources[i] for i in order))

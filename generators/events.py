@@ -1,0 +1,142 @@
+"""Awards (with yearly winners) and events (held somewhere, organised, attended)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fictionworld.dates import year_end, year_start, years_of
+from fictionworld.schema import AWARD_FIELDS, EVENT_KINDS, WORKS_BY_FIELD
+from generators import vocab
+from generators.base import (
+    GenContext,
+    clean_stems,
+    pick_founded_before,
+    register,
+    sample_dates,
+    unique_names,
+    weighted_choice,
+    years,
+)
+from generators.morphology import CULTURES
+from generators.orgs import _culture_names, pick_people
+
+PRESENTER = {"literature": "publisher", "science": "university"}  # others: company
+WINNER_OCCUPATIONS = {
+    "literature": ("writer",), "film": ("film director", "actor"), "music": ("musician",),
+    "science": ("scientist", "engineer"), "business": ("entrepreneur", "economist"), "sport": ("athlete",),
+}
+
+
+@register("awards-v0", produces=("award",), after=("person", "book", "film", "album", "company", "university", "publisher"))
+def generate_awards(ctx: GenContext) -> None:
+    ctx.source = "awards-v0"
+    n, present = ctx.counts["award"], ctx.present
+    r = ctx.rng("award/attributes")
+    established = sample_dates(r, n, year_start(1900), min(year_end(2015), present), 1.2)
+    field = r.integers(len(AWARD_FIELDS), size=n)
+    culture = r.integers(len(CULTURES), size=n)
+    rn = ctx.rng("award/names")
+
+    def candidates(slots: np.ndarray, rnd: int) -> list[str]:
+        stems = clean_stems(culture[slots], rn).tolist()
+        u = rn.random(len(slots)).tolist()
+        nouns = rn.integers(len(vocab.NOUNS), size=len(slots)).tolist()
+        out = []
+        for s, st, x, j in zip(slots.tolist(), stems, u, nouns):
+            pats = vocab.AWARD_PATTERNS[AWARD_FIELDS[field[s]]]
+            out.append(pats[int(x * 100) % len(pats)].format(s=st, n=vocab.NOUNS[j]))
+        return out
+
+    ctx.set_names("award", unique_names(candidates, n), culture=_culture_names(culture))
+    ctx.set_attr("award", "established", established)
+    ctx.set_attr("award", "field", np.array(AWARD_FIELDS, dtype=object)[field])
+
+    rp = ctx.rng("presented_by")
+    for org_type in ("publisher", "university", "company"):
+        if not ctx.has(org_type):
+            continue
+        mine = np.array([PRESENTER.get(AWARD_FIELDS[f], "company") == org_type for f in field.tolist()], bool)
+        idx = np.flatnonzero(mine)
+        org = pick_founded_before(rp, ctx[org_type].extra["founded"], established[idx])
+        ctx.relate("presented_by", "award", idx, org_type, org)
+
+    if ctx.has("person"):
+        _winners(ctx, established, field)
+
+
+def _winners(ctx: GenContext, established: np.ndarray, field: np.ndarray) -> None:
+    rw = ctx.rng("won")
+    first_year = years_of(established) + 1
+    present_year = int(years_of(np.array([ctx.present]))[0])
+    span = np.maximum(present_year - first_year + 1, 0)
+    award = np.repeat(np.arange(len(established)), span)
+    offset = np.arange(len(award)) - np.repeat(np.cumsum(span) - span, span)
+    year = first_year[award] + offset
+    held = rw.random(len(award)) < 0.5
+    award, year = award[held], year[held]
+    date = np.array([year_start(y) for y in range(1900, present_year + 1)], np.int64)[year - 1900]
+    date = np.minimum(date + rw.integers(0, 365, len(award)), ctx.present)
+    f = field[award]
+    for fi, fname in enumerate(AWARD_FIELDS):
+        sel = np.flatnonzero(f == fi)
+        winner_person = pick_people(ctx, rw, WINNER_OCCUPATIONS[fname], date[sel], 18, 90)
+        work_type = WORKS_BY_FIELD.get(fname)
+        if work_type and ctx.has(work_type):
+            released = ctx[work_type].extra["date"]
+            order = np.argsort(released, kind="stable")
+            rel_sorted = released[order]
+            lo = np.searchsorted(rel_sorted, date[sel] - years(2), "left")
+            hi = np.searchsorted(rel_sorted, date[sel], "right")
+            k = lo + np.floor(rw.random(len(sel)) * (hi - lo)).astype(np.int64)
+            use_work = (hi > lo) & (rw.random(len(sel)) < 0.65)
+            work = np.where(use_work, order[np.minimum(k, len(order) - 1)], -1)
+            ctx.relate("won", work_type, work, "award", award[sel], start=date[sel])
+            winner_person = np.where(use_work, -1, winner_person)
+        ctx.relate("won", "person", winner_person, "award", award[sel], start=date[sel])
+
+
+@register("events-v0", produces=("event",), after=("person", "company", "university", "city"))
+def generate_events(ctx: GenContext) -> None:
+    ctx.source = "events-v0"
+    n, present = ctx.counts["event"], ctx.present
+    r = ctx.rng("event/attributes")
+    start = sample_dates(r, n, year_start(1950), present - 12, 1.5).astype(np.int64)
+    end = np.minimum(start + r.integers(0, 10, n), present)
+    kind = r.integers(len(EVENT_KINDS), size=n)
+    attendance = np.exp(r.normal(np.log(3_000), 1.4, n)).clip(30, 2_000_000).astype(np.int64)
+    city = weighted_choice(ctx.rng("held_in"), ctx["city"].extra["weight"], n)
+    city_names = ctx["city"].names
+    culture = ctx["city"].extra["culture"][city]
+    yr = years_of(start)
+    rn = ctx.rng("event/names")
+
+    def candidates(slots: np.ndarray, rnd: int) -> list[str]:
+        stems = clean_stems(culture[slots], rn).tolist()
+        out = []
+        for s, st, u in zip(slots.tolist(), stems, rn.random(len(slots)).tolist()):
+            title = vocab.EVENT_TITLES[EVENT_KINDS[kind[s]]]
+            place = city_names[city[s]] if (rnd == 0 and u < 0.6) else st
+            out.append(f"{place} {title} {yr[s]}")
+        return out
+
+    ctx.set_names("event", unique_names(candidates, n), culture=_culture_names(culture))
+    ctx.set_attr("event", "start_date", start.astype(np.int32))
+    ctx.set_attr("event", "end_date", end.astype(np.int32))
+    ctx.set_attr("event", "kind", np.array(EVENT_KINDS, dtype=object)[kind])
+    ctx.set_attr("event", "attendance", attendance)
+    ctx.relate("held_in", "event", np.arange(n), "city", city)
+
+    ro = ctx.rng("organized_by")
+    by_university = ro.random(n) < 0.3
+    for org_type, mask in (("company", ~by_university), ("university", by_university)):
+        if ctx.has(org_type):
+            idx = np.flatnonzero(mask & (ro.random(n) < 0.75))
+            ctx.relate("organized_by", "event", idx, org_type,
+                       pick_founded_before(ro, ctx[org_type].extra["founded"], start[idx]))
+    if ctx.has("person"):
+        rp = ctx.rng("participated_in")
+        k = rp.integers(1, 5, size=n)
+        ev = np.repeat(np.arange(n), k)
+        who = pick_people(ctx, rp, (), start[ev], 18, 85)
+        pairs = np.unique(np.stack([ev, who], 1)[who >= 0], axis=0)
+        ctx.relate("participated_in", "person", pairs[:, 1], "event", pairs[:, 0])

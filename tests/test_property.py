@@ -1,0 +1,18 @@
+"""Property test: worlds from many seeds and sizes validate clean."""
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import fictionworld as fw
+
+
+@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(seed=st.integers(0, 2**63 - 1), entities=st.integers(150, 6_000))
+@example(seed=0, entities=6_000)
+@example(seed=2**62 + 7, entities=12_000)
+@example(seed=99, entities=50)
+def test_generated_worlds_validate_clean(seed, entities):
+    world = fw.generate(seed=seed, entities=entities)
+    assert fw.check_world(world) == []
+    assert len(world.facts) >= 5 * len(world.entities) * 0.8
+

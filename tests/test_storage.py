@@ -1,0 +1,117 @@
+"""Format fictionworld/1: round trip, and a clear one-line error for every kind of bad directory."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import fictionworld as fw
+from fictionworld.storage import WorldFormatError, load_world
+
+
+def test_round_trip_is_equal_and_same_hash(world, saved_world):
+    loaded = load_world(saved_world)
+    assert loaded.world_hash == world.world_hash
+    assert loaded == world
+    for col in ("type_code", "local", "namesake_group"):
+        assert np.array_equal(getattr(loaded.entities, col), getattr(world.entities, col))
+    assert loaded.entities.name.tolist() == world.entities.name.tolist()
+    assert loaded.entities.aliases.tolist() == world.entities.aliases.tolist()
+    for col in ("id", "subject", "predicate", "object", "v_int", "v_date", "start", "end"):
+        assert np.array_equal(getattr(loaded.facts, col), getattr(world.facts, col)), col
+    assert np.array_equal(loaded.facts.v_float, world.facts.v_float, equal_nan=True)
+    assert loaded.facts.v_text.tolist() == world.facts.v_text.tolist()
+    assert [loaded.fact(i) for i in range(0, len(world.facts), 997)] == [world.fact(i) for i in range(0, len(world.facts), 997)]
+    assert loaded.spec == world.spec and loaded.seed == world.seed
+
+
+def test_layout_and_manifest(saved_world, world):
+    assert {p.name for p in saved_world.iterdir()} == {"manifest.json", "entities.parquet", "facts.parquet"}
+    m = json.loads((saved_world / "manifest.json").read_text())
+    assert m["format"] == "fictionworld/1"
+    assert m["world_hash"] == world.world_hash
+    assert m["counts"]["entities"] == len(world.entities)
+    assert "people-v0" in m["generators"]
+
+
+def test_parquet_is_readable_without_fictionworld(saved_world):
+    import pyarrow.parquet as pq
+
+    facts = pq.read_table(saved_world / "facts.parquet").to_pylist()
+    born = [f for f in facts if f["predicate"] == "born_in"]
+    assert born and born[0]["subject"].startswith("person:") and born[0]["object"].startswith("city:")
+    pop = next(f for f in facts if f["predicate"] == "population")
+    assert pop["unit"] == "people" and isinstance(pop["value_int"], int)
+
+
+def test_refuses_to_overwrite(world, saved_world):
+    with pytest.raises(FileExistsError):
+        world.save(saved_world)
+
+
+def _copy(src, tmp_path):
+    dst = tmp_path / "copy"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _break_truncate(d):
+    p = d / "facts.parquet"
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+
+
+def _break_manifest_json(d):
+    p = d / "manifest.json"
+    p.write_text(p.read_text()[:40])
+
+
+def _break_newer(d):
+    m = json.loads((d / "manifest.json").read_text())
+    m["format"] = "fictionworld/2"
+    (d / "manifest.json").write_text(json.dumps(m))
+
+
+def _break_foreign(d):
+    (d / "manifest.json").write_text(json.dumps({"format": "croissant/1.0", "name": "x"}))
+
+
+def _break_no_manifest(d):
+    (d / "manifest.json").unlink()
+
+
+def _break_missing_facts(d):
+    (d / "facts.parquet").unlink()
+
+
+def _break_hash(d):
+    m = json.loads((d / "manifest.json").read_text())
+    m["world_hash"] = "0" * 40
+    (d / "manifest.json").write_text(json.dumps(m))
+
+
+def _break_garbage(d):
+    (d / "entities.parquet").write_bytes(b"PAR1 this is not parquet at all PAR1")
+
+
+@pytest.mark.parametrize("breaker, match", [
+    (_break_truncate, "unreadable"),
+    (_break_manifest_json, "not valid JSON"),
+    (_break_newer, "newer"),
+    (_break_foreign, "foreign format"),
+    (_break_no_manifest, "no manifest.json"),
+    (_break_missing_facts, "facts.parquet is missing"),
+    (_break_hash, "world_hash"),
+    (_break_garbage, "unreadable"),
+])
+def test_bad_directories_give_one_clear_line(saved_world, tmp_path, breaker, match):
+    d = _copy(saved_world, tmp_path)
+    breaker(d)
+    with pytest.raises(WorldFormatError, match=match) as info:
+        load_world(d)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(WorldFormatError, match="no such directory"):
+        fw.World.load(tmp_path / "nope")
