@@ -19,8 +19,9 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 def normalize(name: str) -> str:
     """Case-, accent-, punctuation- and space-insensitive key."""
-    s = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    return _NON_ALNUM.sub("", s.casefold())
+    if not name.isascii():
+        name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    return _NON_ALNUM.sub("", name.lower())
 
 
 def _latin(s: str) -> bool:

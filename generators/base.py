@@ -280,7 +280,7 @@ def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4
     """One invented word per entry of ``cultures`` (indices into CULTURES), none of them a real
     place name (gazetteer) and none shorter than ``min_len``."""
     from fictionworld.gazetteer import normalize, real_place_names
-    from generators.morphology import CULTURES, invent_words
+    from generators.morphology import CULTURES, invent_words, pronounceable
 
     gaz = real_place_names()
     cultures = np.asarray(cultures, np.int64)
@@ -292,7 +292,8 @@ def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4
         for c in np.unique(cultures[todo]).tolist():
             idx = todo[cultures[todo] == c]
             out[idx] = invent_words(CULTURES[c], len(idx), rng)
-        todo = np.array([i for i in todo.tolist() if len(out[i]) < min_len or normalize(out[i]) in gaz], np.int64)
+        todo = np.array([i for i in todo.tolist()
+                         if len(out[i]) < min_len or not pronounceable(out[i]) or normalize(out[i]) in gaz], np.int64)
     raise RuntimeError("could not invent gazetteer-free words")
 
 

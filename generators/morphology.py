@@ -8,6 +8,7 @@ real person); surnames are invented words with a culture's surname endings.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +69,13 @@ CULTURES: tuple[Culture, ...] = (
             _t("i ay as ody"), "hu_HU"),
 )
 
-_SYLLABLES = np.array([2, 3], np.int64)
+_TRIPLE = re.compile(r"(.)\1\1+")
+_HARSH = re.compile(r"[^aeiouyåøö]{4,}")
+
+
+def pronounceable(word: str) -> bool:
+    """No run of four consonants (``Lolulrnsk``): such words are redrawn."""
+    return _HARSH.search(word.lower()) is None
 
 
 def invent_words(culture: Culture, n: int, rng: np.random.Generator) -> list[str]:
@@ -85,12 +92,12 @@ def invent_words(culture: Culture, n: int, rng: np.random.Generator) -> list[str
         coda = np.where(rng.random(n) < with_coda, co[rng.integers(len(co), size=n)], "")
         return s + coda
 
-    three = rng.random(n) < 0.35
+    three = rng.random(n) < 0.25
     first, middle = syllable(0.25), syllable(0.15)
     last_onset = on[rng.integers(len(on), size=n)]
     ending = fi[rng.integers(len(fi), size=n)]
     words = first + np.where(three, middle, "") + last_onset + ending
-    return [w.capitalize() for w in words.tolist()]
+    return [_TRIPLE.sub(r"\1\1", w).capitalize() for w in words.tolist()]
 
 
 def _given_name_tables(locale: str) -> tuple[list[str], list[str]]:

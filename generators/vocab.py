@@ -33,7 +33,7 @@ COMPANY_SUFFIXES: dict[str, tuple[str, ...]] = {
     "glassmaking": _t("Glassworks Crystal Glass"),
     "furniture": _t("Furniture Woodworks Interiors"),
 }
-COMPANY_FORMS = _t("Group Holdings Industries Company Works & AG Ltd")
+COMPANY_FORMS = _t("Group Holdings Industries Company Works AG Ltd")
 
 PUBLISHER_PATTERNS = _t("{s}_Press {s}_Books {s}_House Editions_{s} {s}_&_{t} {s}_Publishing")
 UNIVERSITY_PATTERNS = {

@@ -43,10 +43,17 @@ def titles(ctx: GenContext, key: str, n: int, culture: np.ndarray, patterns: tup
         a = rng.integers(len(vocab.ADJECTIVES), size=len(slots)).tolist()
         b = rng.integers(len(vocab.NOUNS), size=len(slots)).tolist()
         pat = rng.integers(len(patterns), size=len(slots)).tolist()
-        return [patterns[p].format(a=vocab.ADJECTIVES[i], n=vocab.NOUNS[j], s=s)
+        return [_article(patterns[p].format(a=vocab.ADJECTIVES[i], n=vocab.NOUNS[j], s=s))
                 for p, i, j, s in zip(pat, a, b, stems)]
 
     return unique_names(candidates, n)
+
+
+def _article(title: str) -> str:
+    """"A Embassy" -> "An Embassy"."""
+    if title.startswith("A ") and title[2:3] in "AEIOU":
+        return "An " + title[2:]
+    return title
 
 
 def _person_culture(ctx: GenContext, who: np.ndarray, rng: np.random.Generator) -> np.ndarray:

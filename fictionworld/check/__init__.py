@@ -1,0 +1,56 @@
+"""``check_world``: every constraint a world must satisfy, as vectorised passes over the facts.
+
+Each finding is a :class:`Violation` with a :class:`ViolationKind`. The constraints come from
+the ontology (``fictionworld.schema``): functional, required, temporal, exclusive, symmetric,
+inverse, acyclic, min ages, ranges, units, uniqueness; plus cross-fact rules (containment,
+quantities that must add up, role consistency) and the naming rules (gazetteer, famous names).
+"""
+
+from __future__ import annotations
+
+from fictionworld.check.base import _Checker
+from fictionworld.check.names import check_names, check_unique_values
+from fictionworld.check.semantics import (
+    check_consistency,
+    check_containment,
+    check_cycles,
+    check_quantities,
+    check_ranges,
+    check_symmetry_inverse,
+)
+from fictionworld.check.structure import (
+    check_attribute_types,
+    check_domain_range,
+    check_duplicate_facts,
+    check_missing_and_cardinality,
+    check_predicates,
+    check_references,
+    check_self_reference,
+)
+from fictionworld.check.time import check_future, check_interval_order, check_lifespans, check_overlaps
+from fictionworld.records import Violation
+
+__all__ = ["check_world", "CHECKS"]
+
+__all__ = ["check_world", "CHECKS"]
+
+
+def check_world(world, *, limit_per_kind: int = 200) -> list[Violation]:
+    """All constraint violations of ``world`` (empty list when it is consistent).
+
+    At most ``limit_per_kind`` violations are listed per kind; a final entry of that kind
+    says how many more there were.
+    """
+    c = _Checker(world, limit_per_kind)
+    for check in CHECKS:
+        check(c)
+    return c.result()
+
+
+CHECKS = (
+    check_references, check_predicates, check_domain_range, check_attribute_types,
+    check_missing_and_cardinality, check_overlaps, check_interval_order, check_future,
+    check_lifespans, check_containment, check_symmetry_inverse, check_cycles,
+    check_self_reference, check_ranges, check_quantities, check_names, check_unique_values,
+    check_duplicate_facts, check_consistency,
+)

@@ -1,0 +1,189 @@
+"""Cross-fact checks: containment, symmetry and inverses, cycles, ranges, quantities, roles."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from fictionworld.check.base import (
+    _Checker,
+    _keyset,
+    _single,
+    _values,
+)
+from fictionworld.dates import NA_DATE, year_end, year_start
+from fictionworld.records import ViolationKind as K
+from fictionworld.schema import (
+    ENTITY_TYPES,
+    RELATIONS,
+    DType,
+)
+from fictionworld.tables import NA_INT, TYPE_CODE
+
+
+def check_containment(c: _Checker) -> None:
+    parent = _single(c, "located_in", c.n)
+    country = np.full(c.n, -1, np.int64)
+    for t in ("region", "city"):
+        rows = c.rows_of(t)
+        up = parent[rows]
+        up2 = np.where(up >= 0, parent[np.maximum(up, 0)], -1)
+        country[rows] = np.where(t == "region", up, up2) if t == "region" else up2
+    country[c.rows_of("country")] = c.rows_of("country")
+    for r in c.rel("capital").tolist():
+        if country[c.o[r]] != c.s[r]:
+            c.add(K.CONTAINMENT, f"{c.describe(r)}: the capital lies in {c.ids[country[c.o[r]]] if country[c.o[r]] >= 0 else 'no country'}",
+                  c._ends(r), (r,))
+    # every city must reach a country through a region, every region a country
+    for t in ("city", "region"):
+        rows = c.rows_of(t)
+        lost = rows[(country[rows] < 0) | (c.tc[np.maximum(country[rows], 0)] != TYPE_CODE["country"])]
+        lost = lost[parent[lost] >= 0]  # a missing parent is reported as missing_value
+        for e in c.cap(K.CONTAINMENT, lost).tolist():
+            c.add(K.CONTAINMENT, f"{c.ids[e]} ({t}) does not nest into a country through "
+                  f"{'a region' if t == 'city' else 'located_in'}", (e,))
+    c.country_of_place = country
+
+def check_symmetry_inverse(c: _Checker) -> None:
+    for name, r in RELATIONS.items():
+        rows = c.rel(name)
+        if r.symmetric:
+            mirror = _keyset(c, rows, flip=True)
+            mine = _keyset(c, rows, flip=False)
+            miss = [row for row, key in zip(rows.tolist(), zip(c.s[rows].tolist(), c.o[rows].tolist(),
+                    c.w.facts.start[rows].tolist(), c.w.facts.end[rows].tolist())) if key not in mirror]
+            del mine
+            c.add_facts(K.SYMMETRY, np.array(miss, np.int64), f"{name} is symmetric but the mirrored fact is missing")
+        if r.inverse:
+            inv = set(_keyset(c, c.rel(r.inverse), flip=True))
+            f = c.w.facts
+            miss = [row for row, key in zip(rows.tolist(), zip(c.s[rows].tolist(), c.o[rows].tolist(),
+                    f.start[rows].tolist(), f.end[rows].tolist())) if key not in inv]
+            c.add_facts(K.INVERSE, np.array(miss, np.int64), f"no matching {r.inverse} fact")
+
+def check_cycles(c: _Checker) -> None:
+    import networkx as nx
+
+    for name, r in RELATIONS.items():
+        if not r.acyclic:
+            continue
+        rows = c.rel(name)
+        rows = rows[c.s[rows] != c.o[rows]]
+        s, o = c.s[rows], c.o[rows]
+        # Peel sources (in-degree 0) round by round; what never peels sits on or after a cycle.
+        alive = np.ones(len(rows), bool)
+        while True:
+            indeg = np.bincount(o[alive], minlength=c.n)
+            drop = alive & (indeg[s] == 0)
+            if not drop.any():
+                break
+            alive &= ~drop
+        if not alive.any():
+            continue
+        g = nx.DiGraph()
+        g.add_edges_from(zip(s[alive].tolist(), o[alive].tolist()))
+        for comp in nx.strongly_connected_components(g):
+            if len(comp) > 1:
+                members = sorted(comp)
+                c.add(K.CYCLE, f"{name} forms a cycle through {', '.join(c.ids[m] for m in members[:8])}"
+                      + (" …" if len(members) > 8 else ""), members[:8])
+
+def check_ranges(c: _Checker) -> None:
+    f = c.w.facts
+    for t, schema in ENTITY_TYPES.items():
+        for a in schema.attributes:
+            if a.lo is None and a.hi is None:
+                continue
+            rows = c.attr(a.name, t)
+            if a.dtype == DType.DATE:
+                v = f.v_date[rows].astype(np.int64)
+                lo, hi = year_start(int(a.lo)), year_end(int(a.hi))
+                ok = (v == NA_DATE) | ((v >= lo) & (v <= hi))
+            elif a.dtype == DType.INT:
+                v = f.v_int[rows]
+                ok = (v == NA_INT) | ((v >= a.lo) & (v <= a.hi))
+            else:
+                v = f.v_float[rows]
+                ok = np.isnan(v) | ((v >= a.lo) & (v <= a.hi))
+            unit = f" {a.unit}" if a.unit else ""
+            c.add_facts(K.RANGE, rows[~ok], f"{t}.{a.name} outside the realistic range {a.lo:g}–{a.hi:g}{unit}")
+
+def check_quantities(c: _Checker) -> None:
+    parent = _single(c, "located_in", c.n)
+    for attr, kind in (("population", "int"), ("area_km2", "float")):
+        for child_t, parent_t, exact in (("city", "region", False), ("region", "country", True)):
+            v = _values(c, child_t, attr, kind) if child_t != "region" else _values(c, "region", attr, kind)
+            pv = _values(c, parent_t, attr, kind)
+            kids = c.rows_of(child_t)
+            kids = kids[(parent[kids] >= 0) & ~np.isnan(v[kids])]
+            kids = kids[c.tc[parent[kids]] == TYPE_CODE[parent_t]]
+            total = np.bincount(parent[kids], weights=v[kids], minlength=c.n)
+            has = np.zeros(c.n, bool)
+            has[parent[kids]] = True
+            ps = np.flatnonzero(has & ~np.isnan(pv))
+            tol = 1e-9 * np.abs(total[ps]) + 0.051 if kind == "float" else 0.0  # integers add up exactly
+            bad = ps[(np.abs(pv[ps] - total[ps]) > tol) if exact else (pv[ps] + tol < total[ps])]
+            rel = "equal" if exact else "be at least"
+            for e in c.cap(K.QUANTITY_AGREEMENT, bad).tolist():
+                c.add(K.QUANTITY_AGREEMENT, f"{c.ids[e]} {attr} {pv[e]:,.1f} should {rel} the sum over its "
+                      f"{child_t} entities ({total[e]:,.1f})", (e,))
+    for t, num, den, lo, hi, what in (
+        ("company", "revenue_usd", "employees", 10_000, 5_000_000, "revenue per employee (USD)"),
+        ("album", "runtime_min", "track_count", 1, 15, "minutes per track"),
+    ):
+        a = _values(c, t, num, "int")
+        b = _values(c, t, den, "int")
+        ents = c.rows_of(t)
+        ents = ents[~np.isnan(a[ents]) & ~np.isnan(b[ents]) & (b[ents] > 0)]
+        ratio = a[ents] / b[ents]
+        off = (ratio < lo) | (ratio > hi)
+        for e, x in zip(c.cap(K.QUANTITY_AGREEMENT, ents[off]).tolist(), ratio[off].tolist()):
+            c.add(K.QUANTITY_AGREEMENT, f"{c.ids[e]}: {what} {x:,.1f} outside {lo:,}–{hi:,}", (e,))
+    start = np.full(c.n, NA_DATE, np.int64)
+    end = np.full(c.n, NA_DATE, np.int64)
+    f = c.w.facts
+    for a, arr in (("start_date", start), ("end_date", end)):
+        rows = c.attr(a, "event")
+        arr[c.s[rows]] = f.v_date[rows]
+    long = np.flatnonzero((start != NA_DATE) & (end != NA_DATE) & (end - start > 62))
+    for e in c.cap(K.QUANTITY_AGREEMENT, long).tolist():
+        c.add(K.QUANTITY_AGREEMENT, f"{c.ids[e]} lasts {end[e] - start[e]} days; events last at most two months", (e,))
+
+def check_consistency(c: _Checker) -> None:
+    f = c.w.facts
+    # a chief executive works for the company for the whole term
+    jobs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for r in c.rel("works_for").tolist():
+        jobs[(c.s[r], c.o[r])].append((int(f.start[r]), int(f.end[r])))
+    for r in c.rel("ceo_of").tolist():
+        s0, e0 = int(f.start[r]), int(f.end[r])
+        covered = any((js == NA_DATE or s0 == NA_DATE or js <= s0) and (je == NA_DATE or (e0 != NA_DATE and je >= e0))
+                      for js, je in jobs.get((c.s[r], c.o[r]), ()))
+        if not covered:
+            c.add(K.CONSISTENCY, f"{c.describe(r)}: no works_for fact covers the term", c._ends(r), (r,))
+    # an acquisition makes the company a subsidiary from that date
+    subs = _keyset(c, c.rel("subsidiary_of"), flip=False)
+    for r in c.rel("acquired_by").tolist():
+        if (c.s[r], c.o[r], int(f.start[r]), int(f.end[r])) not in subs:
+            c.add(K.CONSISTENCY, f"{c.describe(r)}: no subsidiary_of fact from the acquisition date", c._ends(r), (r,))
+    # siblings share a parent
+    parents: dict[int, set[int]] = defaultdict(set)
+    for r in c.rel("child_of").tolist():
+        parents[c.s[r]].add(c.o[r])
+    for r in c.rel("sibling_of").tolist():
+        if not parents[c.s[r]] & parents[c.o[r]]:
+            c.add(K.CONSISTENCY, f"{c.describe(r)}: siblings without a common parent", c._ends(r), (r,))
+    # citizenship follows the birthplace's country
+    country = getattr(c, "country_of_place", None)
+    if country is not None:
+        born = _single(c, "born_in", c.n)
+        for r in c.rel("citizen_of").tolist():
+            b = born[c.s[r]]
+            if b >= 0 and country[b] >= 0 and country[b] != c.o[r]:
+                c.add(K.CONSISTENCY, f"{c.describe(r)}: born in {c.ids[b]}, which lies in {c.ids[country[b]]}",
+                      c._ends(r), (r,))
+    # only the dead have a place of death
+    died = c.rel("died_in")
+    bad = died[c.death[c.s[died]] == NA_DATE]
+    c.add_facts(K.CONSISTENCY, bad, "a place of death without a death date")

@@ -1,0 +1,164 @@
+"""Structural checks: references, predicates, types, cardinality, duplicates."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fictionworld.check.base import (
+    _URL,
+    _Checker,
+    _count_per_subject,
+)
+from fictionworld.dates import NA_DATE
+from fictionworld.records import ViolationKind as K
+from fictionworld.schema import (
+    ENTITY_TYPES,
+    PREDICATE_CODE,
+    RELATIONS,
+    DType,
+)
+from fictionworld.tables import NA_INT, TYPE_CODE, TYPE_NAMES
+
+
+def check_references(c: _Checker) -> None:
+    bad = np.flatnonzero(~c.ok_ref)
+    f = c.w.facts
+    for r in c.cap(K.DANGLING_REFERENCE, bad).tolist():
+        c.add(K.DANGLING_REFERENCE, f"fact {int(f.id[r])} refers to a missing entity "
+              f"(subject row {int(f.subject[r])}, object row {int(f.object[r])})", (), (r,))
+
+def check_predicates(c: _Checker) -> None:
+    spec = c.w.spec
+    unknown = np.flatnonzero(c.ok_ref & ~c.valid)
+    c.add_facts(K.UNKNOWN_PREDICATE, unknown, "predicate not in the ontology")
+    enabled = set(spec.relations())
+    for name in RELATIONS:
+        if name not in enabled:
+            rows = np.flatnonzero(c.valid & (c.p == PREDICATE_CODE[name]))
+            c.add_facts(K.UNKNOWN_PREDICATE, rows, f"relation {name!r} is not enabled by the spec")
+    for t in ENTITY_TYPES:
+        if t not in spec.types:
+            rows = np.flatnonzero(c.valid & (c.tc[c.s] == TYPE_CODE[t]))
+            c.add_facts(K.UNKNOWN_PREDICATE, rows, f"entity type {t!r} is not in the spec")
+            continue
+        for a in set(spec.types[t].exclude_attributes):
+            c.add_facts(K.UNKNOWN_PREDICATE, c.attr(a, t), f"attribute {a!r} is excluded by the spec")
+
+def check_domain_range(c: _Checker) -> None:
+    for name, spec in RELATIONS.items():
+        code = PREDICATE_CODE[name]
+        rows = np.flatnonzero(c.valid & (c.p == code))
+        literal = rows[c.o[rows] < 0]
+        c.add_facts(K.DOMAIN_RANGE, literal, f"relation {name!r} needs an entity as object")
+        rows = rows[c.o[rows] >= 0]
+        allowed = np.zeros((len(TYPE_NAMES), len(TYPE_NAMES)), bool)
+        for s, o in spec.pairs:
+            allowed[TYPE_CODE[s], TYPE_CODE[o]] = True
+        bad = rows[~allowed[c.tc[c.s[rows]], c.tc[c.o[rows]]]]
+        c.add_facts(K.DOMAIN_RANGE, bad, f"{name} does not link these entity types "
+                    f"(allowed: {', '.join(f'{s}->{o}' for s, o in spec.pairs)})")
+    for a in {a.name for s in ENTITY_TYPES.values() for a in s.attributes}:
+        rows = np.flatnonzero(c.valid & (c.p == PREDICATE_CODE[a]))
+        has = np.array([any(x.name == a for x in ENTITY_TYPES[t].attributes) for t in TYPE_NAMES])
+        bad = rows[~has[c.tc[c.s[rows]]]]
+        c.add_facts(K.DOMAIN_RANGE, bad, f"this entity type has no attribute {a!r}")
+
+def check_attribute_types(c: _Checker) -> None:
+    f = c.w.facts
+    is_int, is_float = f.v_int != NA_INT, ~np.isnan(f.v_float)
+    is_date, is_text = f.v_date != NA_DATE, f.v_text != None  # noqa: E711
+    n_values = is_int.astype(int) + is_float + is_date + is_text
+    rel = np.flatnonzero(c.valid & (c.p < len(RELATIONS)) & (n_values > 0))
+    c.add_facts(K.ATTRIBUTE_TYPE, rel, "a relation fact must not carry a literal value")
+    attr_with_object = np.flatnonzero(c.valid & (c.p >= len(RELATIONS)) & (c.o >= 0))
+    c.add_facts(K.ATTRIBUTE_TYPE, attr_with_object, "an attribute takes a value, not an entity")
+    for t, schema in ENTITY_TYPES.items():
+        for a in schema.attributes:
+            rows = c.attr(a.name, t)
+            if not len(rows):
+                continue
+            want = {DType.INT: is_int, DType.FLOAT: is_float, DType.DATE: is_date}.get(a.dtype, is_text)
+            bad = rows[~want[rows] | (n_values[rows] != 1)]
+            c.add_facts(K.ATTRIBUTE_TYPE, bad, f"{t}.{a.name} must hold exactly one {a.dtype.value} value")
+            good = rows[want[rows] & (n_values[rows] == 1)]
+            if a.dtype == DType.CATEGORY:
+                cats = set(a.categories)
+                bad = [r for r in good.tolist() if f.v_text[r] not in cats]
+                c.add_facts(K.ATTRIBUTE_TYPE, np.array(bad, np.int64), f"not a {t}.{a.name} category")
+            elif a.dtype == DType.URL:
+                bad = [r for r in good.tolist() if not isinstance(f.v_text[r], str) or not _URL.match(f.v_text[r])]
+                c.add_facts(K.ATTRIBUTE_TYPE, np.array(bad, np.int64), "not a well-formed http(s) URL")
+            elif a.name == "isbn":
+                bad = [r for r in good.tolist() if not _isbn13_ok(f.v_text[r])]
+                c.add_facts(K.ATTRIBUTE_TYPE, np.array(bad, np.int64), "not a valid ISBN-13 (check digit)")
+            elif a.dtype == DType.TEXT:
+                bad = [r for r in good.tolist() if not isinstance(f.v_text[r], str) or not f.v_text[r].strip()]
+                c.add_facts(K.ATTRIBUTE_TYPE, np.array(bad, np.int64), "empty text")
+
+def _isbn13_ok(s) -> bool:
+    if not isinstance(s, str):
+        return False
+    d = s.replace("-", "")
+    if len(d) != 13 or not d.isdigit():
+        return False
+    return sum(int(x) * (1 if i % 2 == 0 else 3) for i, x in enumerate(d)) % 10 == 0
+
+def check_missing_and_cardinality(c: _Checker) -> None:
+    spec = c.w.spec
+    for t, schema in ENTITY_TYPES.items():
+        if t not in spec.types:
+            continue
+        ents = c.rows_of(t)
+        for a in schema.attributes:
+            rows = c.attr(a.name, t)
+            cnt = _count_per_subject(c, rows)
+            if a.required:
+                for e in c.cap(K.MISSING_VALUE, ents[cnt[ents] == 0]).tolist():
+                    c.add(K.MISSING_VALUE, f"{c.ids[e]} has no {a.name}", (e,))
+            for e in c.cap(K.CARDINALITY, ents[cnt[ents] > 1]).tolist():
+                c.add(K.CARDINALITY, f"{c.ids[e]} has {cnt[e]} values of {a.name}", (e,), rows[c.s[rows] == e])
+    enabled = set(spec.relations())
+    for name, r in RELATIONS.items():
+        if name not in enabled or not (r.functional or r.required):
+            continue
+        rows = c.rel(name)
+        cnt = _count_per_subject(c, rows)
+        for st in r.domain:
+            if st not in spec.types:
+                continue
+            ents = c.rows_of(st)
+            if r.required and any(o in spec.types for s, o in r.pairs if s == st):
+                for e in c.cap(K.MISSING_VALUE, ents[cnt[ents] == 0]).tolist():
+                    c.add(K.MISSING_VALUE, f"{c.ids[e]} has no {name}", (e,))
+            if r.functional:
+                for e in c.cap(K.CARDINALITY, ents[cnt[ents] > 1]).tolist():
+                    c.add(K.CARDINALITY, f"{c.ids[e]} has {cnt[e]} {name} facts; at most one allowed",
+                          (e,), rows[c.s[rows] == e])
+
+def check_duplicate_facts(c: _Checker) -> None:
+    f = c.w.facts
+    ids, counts = np.unique(f.id, return_counts=True)
+    for fid in c.cap(K.DUPLICATE_FACT, ids[counts > 1]).tolist():
+        c.add(K.DUPLICATE_FACT, f"fact id {fid} is used {int(counts[ids == fid][0])} times")
+    rows = np.flatnonzero(c.valid)
+    # one 64-bit mix per row; equal rows have equal mixes, so only equal mixes need comparing
+    h = np.zeros(len(rows), np.uint64)
+    with np.errstate(over="ignore"):
+        for k, col in enumerate((c.s, c.p, c.o, f.v_int, f.v_date, f.start, f.end, f.v_float.view(np.int64))):
+            x = col[rows].astype(np.int64).view(np.uint64)
+            h = (h ^ (x + np.uint64(0x9E3779B97F4A7C15) + np.uint64(k))) * np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(31)
+    order = rows[np.argsort(h, kind="stable")]
+    hs = np.sort(h, kind="stable")
+    cand = np.flatnonzero(hs[1:] == hs[:-1])
+    for i in cand.tolist():
+        a, b = order[i], order[i + 1]
+        same = all(col[a] == col[b] for col in (c.s, c.p, c.o, f.v_int, f.v_date, f.start, f.end))
+        fa, fb = f.v_float[a], f.v_float[b]
+        same = same and (fa == fb or (np.isnan(fa) and np.isnan(fb))) and f.v_text[a] == f.v_text[b]
+        if same:
+            c.add(K.DUPLICATE_FACT, f"{c.describe(b)} repeats fact {int(f.id[a])}", c._ends(b), (a, b))
+
+def check_self_reference(c: _Checker) -> None:
+    rows = np.flatnonzero(c.valid & (c.o >= 0) & (c.s == c.o))
+    c.add_facts(K.SELF_REFERENCE, rows, "an entity cannot be related to itself")

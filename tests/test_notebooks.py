@@ -1,0 +1,22 @@
+"""The notebooks' code runs (cells executed in order, in one namespace)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_code_runs(path, capsys):
+    cells = json.loads(path.read_text())["cells"]
+    ns: dict = {}
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            exec(compile("".join(cell["source"]), f"{path.name}", "exec"), ns)
+    assert ns["again"].world_hash == ns["world"].world_hash
+
+
+def test_there_is_a_notebook():
+    assert NOTEBOOKS
