@@ -75,8 +75,11 @@ def main() -> None:
     rows = []
     for n in args.sizes:
         t = time.perf_counter()
-        res = subprocess.run([sys.executable, "-c", CHILD, str(n), str(args.peer_max), "1" if args.profile else "0"],
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            [sys.executable, "-c", CHILD, str(n), str(args.peer_max), "1" if args.profile else "0"],
+            capture_output=True,
+            text=True,
+        )
         if res.returncode != 0:
             sys.exit(f"benchmark at {n} failed:\n{res.stderr}")
         if args.profile:
@@ -92,15 +95,21 @@ def main() -> None:
 def _print_row(r: dict) -> None:
     gv = r["gen_s"] + r["check_s"]
     print(f"\n== {r['entities']:,} entities, {r['facts']:,} facts ({r['facts'] / r['entities']:.1f} per entity)")
-    print(f"  generate {r['gen_s']:.2f} s  ({r['entities'] / r['gen_s']:,.0f} entities/s, {r['facts'] / r['gen_s']:,.0f} facts/s)")
+    print(
+        f"  generate {r['gen_s']:.2f} s  ({r['entities'] / r['gen_s']:,.0f} entities/s, {r['facts'] / r['gen_s']:,.0f} facts/s)"
+    )
     print(f"  check    {r['check_s']:.2f} s  ({r['facts'] / r['check_s']:,.0f} facts/s; {r['violations']} violations)")
     print(f"  generate + validate {gv:.2f} s   (+ one-time gazetteer load {r['gazetteer_s']:.2f} s)")
     print(f"  save {r['save_s']:.2f} s   load+verify {r['load_s']:.2f} s   peak RSS {r['peak_rss'] / 2**30:.2f} GiB")
-    print(f"  people named: ours {r['our_person_gen_per_s']:,.0f}/s (whole person generator) vs Faker name() "
-          f"{r['faker_names_per_s']:,.0f}/s  -> {r['our_person_gen_per_s'] / r['faker_names_per_s']:.1f}x")
+    print(
+        f"  people named: ours {r['our_person_gen_per_s']:,.0f}/s (whole person generator) vs Faker name() "
+        f"{r['faker_names_per_s']:,.0f}/s  -> {r['our_person_gen_per_s'] / r['faker_names_per_s']:.1f}x"
+    )
     if "networkx_build_s" in r:
-        print(f"  networkx MultiDiGraph of the same facts: {r['networkx_build_s']:.2f} s "
-              f"({r['networkx_edges']:,} edges) = {r['networkx_build_s'] / r['gen_s']:.2f}x our whole generation")
+        print(
+            f"  networkx MultiDiGraph of the same facts: {r['networkx_build_s']:.2f} s "
+            f"({r['networkx_edges']:,} edges) = {r['networkx_build_s'] / r['gen_s']:.2f}x our whole generation"
+        )
 
 
 if __name__ == "__main__":

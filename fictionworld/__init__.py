@@ -15,8 +15,20 @@ from fictionworld.storage import WorldFormatError, load_world
 from fictionworld.world import FORMAT, World
 
 __all__ = [
-    "generate", "check_world", "World", "WorldSpec", "EntityTypeConfig", "default_spec", "Entity",
-    "Fact", "Violation", "ViolationKind", "WorldFormatError", "load_world", "FORMAT", "__version__",
+    "generate",
+    "check_world",
+    "World",
+    "WorldSpec",
+    "EntityTypeConfig",
+    "default_spec",
+    "Entity",
+    "Fact",
+    "Violation",
+    "ViolationKind",
+    "WorldFormatError",
+    "load_world",
+    "FORMAT",
+    "__version__",
 ]
 __version__ = "0.1.0"
 

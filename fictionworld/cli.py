@@ -15,8 +15,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Invent consistent fictional worlds and turn them into training grounds for search agents.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Invent consistent fictional worlds and turn them into training grounds for search agents.",
+)
 out = Console()
 err = Console(stderr=True)
 
@@ -60,8 +64,15 @@ def generate(
         _fail(f"{out_dir} exists and is not empty (use --force to overwrite)")
     steps = plan(world_spec.counts())
     t0 = time.perf_counter()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err, transient=False) as progress:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
         task = progress.add_task("generating", total=len(steps) + 2)
 
         def step(name: str) -> None:
@@ -76,8 +87,11 @@ def generate(
             _fail(str(exc))
         progress.update(task, description="done", completed=len(steps) + 2)
     dt = time.perf_counter() - t0
-    out.print(f"world [bold]{out_dir}[/]: {len(world.entities):,} entities, {len(world.facts):,} facts, "
-              f"hash {world.world_hash[:16]} ({dt:.1f} s)", highlight=False)
+    out.print(
+        f"world [bold]{out_dir}[/]: {len(world.entities):,} entities, {len(world.facts):,} facts, "
+        f"hash {world.world_hash[:16]} ({dt:.1f} s)",
+        highlight=False,
+    )
 
 
 @app.command()
@@ -93,18 +107,32 @@ def validate(
     with err.status("checking constraints"):
         violations = check_world(world, limit_per_kind=limit)
     if as_json:
-        print(json.dumps({"world": str(world_dir), "world_hash": world.world_hash, "ok": not violations,
-                          "violations": [v.model_dump(mode="json") for v in violations]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "world": str(world_dir),
+                    "world_hash": world.world_hash,
+                    "ok": not violations,
+                    "violations": [v.model_dump(mode="json") for v in violations],
+                },
+                indent=2,
+            )
+        )
     else:
         for v in violations:
             out.print(f"[red]✗[/] {escape(str(v))}", highlight=False, soft_wrap=True)
         if violations:
             by_kind = Counter(v.kind.value for v in violations)
-            out.print(f"[bold red]{len(violations)} violation(s)[/] listed: "
-                      + ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())), highlight=False)
+            out.print(
+                f"[bold red]{len(violations)} violation(s)[/] listed: "
+                + ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())),
+                highlight=False,
+            )
         else:
-            out.print(f"[green]✓[/] {world_dir}: {len(world.entities):,} entities, {len(world.facts):,} facts, "
-                      "no violations", highlight=False)
+            out.print(
+                f"[green]✓[/] {world_dir}: {len(world.entities):,} entities, {len(world.facts):,} facts, no violations",
+                highlight=False,
+            )
     raise typer.Exit(1 if violations else 0)
 
 
@@ -119,12 +147,26 @@ def stats(
     world = _load(world_dir)
     counts, preds, degree = world.counts(), world.predicate_counts(), world.degree_summary()
     if as_json:
-        print(json.dumps({"world_hash": world.world_hash, "seed": world.seed, "entities": len(world.entities),
-                          "facts": len(world.facts), "by_type": counts, "by_predicate": preds,
-                          "degree": degree}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "world_hash": world.world_hash,
+                    "seed": world.seed,
+                    "entities": len(world.entities),
+                    "facts": len(world.facts),
+                    "by_type": counts,
+                    "by_predicate": preds,
+                    "degree": degree,
+                },
+                indent=2,
+            )
+        )
         return
-    out.print(f"[bold]{world_dir}[/]  seed {world.seed}  hash {world.world_hash[:16]}  "
-              f"{len(world.entities):,} entities  {len(world.facts):,} facts", highlight=False)
+    out.print(
+        f"[bold]{world_dir}[/]  seed {world.seed}  hash {world.world_hash[:16]}  "
+        f"{len(world.entities):,} entities  {len(world.facts):,} facts",
+        highlight=False,
+    )
     t = Table(title="entities by type (degree = relation facts per entity)")
     for col in ("type", "count", "mean degree", "median", "max"):
         t.add_column(col, justify="right" if col != "type" else "left")
@@ -132,8 +174,10 @@ def stats(
         d = degree.get(name, {"mean": 0, "median": 0, "max": 0})
         t.add_row(name, f"{n:,}", f"{d['mean']:.2f}", f"{d['median']:g}", f"{d['max']:,}")
     out.print(t)
-    for title, keys in (("relations", [p for p in preds if p in RELATIONS]),
-                        ("attributes", [p for p in preds if p not in RELATIONS])):
+    for title, keys in (
+        ("relations", [p for p in preds if p in RELATIONS]),
+        ("attributes", [p for p in preds if p not in RELATIONS]),
+    ):
         t = Table(title=title)
         t.add_column("predicate")
         t.add_column("facts", justify="right")

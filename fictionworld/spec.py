@@ -100,9 +100,9 @@ class WorldSpec(BaseModel):
     def relations(self) -> tuple[str, ...]:
         """Relations generated: not excluded, and with at least one (subject, object) pair present."""
         return tuple(
-            name for name, r in RELATIONS.items()
-            if name not in self.exclude_relations
-            and any(s in self.types and o in self.types for s, o in r.pairs)
+            name
+            for name, r in RELATIONS.items()
+            if name not in self.exclude_relations and any(s in self.types and o in self.types for s, o in r.pairs)
         )
 
     def attributes(self, type_name: str) -> tuple[str, ...]:

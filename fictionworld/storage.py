@@ -28,13 +28,30 @@ __all__ = ["WorldFormatError", "save_world", "load_world", "read_manifest"]
 FORMAT_NAME, FORMAT_VERSION = FORMAT.split("/")
 FORMAT_VERSION_INT = int(FORMAT_VERSION)
 
-ENTITY_SCHEMA = pa.schema([
-    ("id", pa.string()), ("type", pa.dictionary(pa.int16(), pa.string())), ("name", pa.string()),
-    ("aliases", pa.list_(pa.string())), ("culture", pa.dictionary(pa.int8(), pa.string())),
-    ("namesake_group", pa.int32()),
-])
-FACT_COLUMNS = ("id", "subject", "predicate", "object", "value_int", "value_float", "value_date",
-                "value_text", "unit", "start", "end", "source")
+ENTITY_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("type", pa.dictionary(pa.int16(), pa.string())),
+        ("name", pa.string()),
+        ("aliases", pa.list_(pa.string())),
+        ("culture", pa.dictionary(pa.int8(), pa.string())),
+        ("namesake_group", pa.int32()),
+    ]
+)
+FACT_COLUMNS = (
+    "id",
+    "subject",
+    "predicate",
+    "object",
+    "value_int",
+    "value_float",
+    "value_date",
+    "value_text",
+    "unit",
+    "start",
+    "end",
+    "source",
+)
 
 
 class WorldFormatError(Exception):
@@ -49,14 +66,17 @@ def _entity_table(world: World) -> pa.Table:
     e = world.entities
     cultures = sorted(set(e.culture.tolist()))
     code = {c: i for i, c in enumerate(cultures)}
-    return pa.Table.from_arrays([
-        pa.array(e.ids.tolist(), pa.string()),
-        _dict_array(e.type_code.astype(np.int16), list(TYPE_NAMES), pa.int16()),
-        pa.array(e.name.tolist(), pa.string()),
-        pa.array([list(a) for a in e.aliases.tolist()], pa.list_(pa.string())),
-        _dict_array(np.array([code[c] for c in e.culture.tolist()], np.int8), cultures, pa.int8()),
-        pa.array(e.namesake_group, pa.int32(), mask=e.namesake_group < 0),
-    ], schema=ENTITY_SCHEMA)
+    return pa.Table.from_arrays(
+        [
+            pa.array(e.ids.tolist(), pa.string()),
+            _dict_array(e.type_code.astype(np.int16), list(TYPE_NAMES), pa.int16()),
+            pa.array(e.name.tolist(), pa.string()),
+            pa.array([list(a) for a in e.aliases.tolist()], pa.list_(pa.string())),
+            _dict_array(np.array([code[c] for c in e.culture.tolist()], np.int8), cultures, pa.int8()),
+            pa.array(e.namesake_group, pa.int32(), mask=e.namesake_group < 0),
+        ],
+        schema=ENTITY_SCHEMA,
+    )
 
 
 def _fact_table(world: World) -> pa.Table:
@@ -65,20 +85,23 @@ def _fact_table(world: World) -> pa.Table:
     unit_code = np.array([units.index(UNITS[p]) if UNITS.get(p) else -1 for p in PREDICATES], np.int32)
     uc = unit_code[f.predicate]
     obj = f.object
-    return pa.Table.from_arrays([
-        pa.array(f.id, pa.int64()),
-        _dict_array(f.subject, ids),
-        _dict_array(f.predicate.astype(np.int16), list(PREDICATES), pa.int16()),
-        pa.DictionaryArray.from_arrays(pa.array(obj, pa.int32(), mask=obj < 0), pa.array(ids, pa.string())),
-        pa.array(f.v_int, pa.int64(), mask=f.v_int == NA_INT),
-        pa.array(f.v_float, pa.float64(), mask=np.isnan(f.v_float)),
-        pa.array(f.v_date, pa.date32(), mask=f.v_date == NA_DATE),
-        pa.array(f.v_text.tolist(), pa.string()),
-        pa.DictionaryArray.from_arrays(pa.array(uc, pa.int32(), mask=uc < 0), pa.array(units, pa.string())),
-        pa.array(f.start, pa.date32(), mask=f.start == NA_DATE),
-        pa.array(f.end, pa.date32(), mask=f.end == NA_DATE),
-        _dict_array(f.source.astype(np.int16), list(f.sources) or [""], pa.int16()),
-    ], names=list(FACT_COLUMNS))
+    return pa.Table.from_arrays(
+        [
+            pa.array(f.id, pa.int64()),
+            _dict_array(f.subject, ids),
+            _dict_array(f.predicate.astype(np.int16), list(PREDICATES), pa.int16()),
+            pa.DictionaryArray.from_arrays(pa.array(obj, pa.int32(), mask=obj < 0), pa.array(ids, pa.string())),
+            pa.array(f.v_int, pa.int64(), mask=f.v_int == NA_INT),
+            pa.array(f.v_float, pa.float64(), mask=np.isnan(f.v_float)),
+            pa.array(f.v_date, pa.date32(), mask=f.v_date == NA_DATE),
+            pa.array(f.v_text.tolist(), pa.string()),
+            pa.DictionaryArray.from_arrays(pa.array(uc, pa.int32(), mask=uc < 0), pa.array(units, pa.string())),
+            pa.array(f.start, pa.date32(), mask=f.start == NA_DATE),
+            pa.array(f.end, pa.date32(), mask=f.end == NA_DATE),
+            _dict_array(f.source.astype(np.int16), list(f.sources) or [""], pa.int16()),
+        ],
+        names=list(FACT_COLUMNS),
+    )
 
 
 def save_world(world: World, path: str | Path, *, overwrite: bool = False) -> Path:
@@ -104,8 +127,12 @@ def save_world(world: World, path: str | Path, *, overwrite: bool = False) -> Pa
         "seed": world.seed,
         "spec": world.spec.model_dump(mode="json"),
         "generators": world.generators,
-        "counts": {"entities": len(world.entities), "facts": len(world.facts),
-                   "by_type": world.counts(), "by_predicate": world.predicate_counts()},
+        "counts": {
+            "entities": len(world.entities),
+            "facts": len(world.facts),
+            "by_type": world.counts(),
+            "by_predicate": world.predicate_counts(),
+        },
         "world_hash": world.world_hash,
         "created_by": _created_by(),
     }
@@ -132,7 +159,9 @@ def read_manifest(path: str | Path) -> dict:
     try:
         manifest = json.loads(mf.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise WorldFormatError(f"{mf}: not valid JSON (truncated or corrupt?): {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        raise WorldFormatError(
+            f"{mf}: not valid JSON (truncated or corrupt?): {exc.msg if hasattr(exc, 'msg') else exc}"
+        ) from None
     fmt = manifest.get("format") if isinstance(manifest, dict) else None
     if not isinstance(fmt, str) or "/" not in fmt or fmt.split("/")[0] != FORMAT_NAME:
         raise WorldFormatError(f"{path}: foreign format {fmt!r}; this reads {FORMAT}")
@@ -140,7 +169,9 @@ def read_manifest(path: str | Path) -> dict:
     if not version.isdigit():
         raise WorldFormatError(f"{path}: unknown format version {fmt!r}; this reads {FORMAT}")
     if int(version) > FORMAT_VERSION_INT:
-        raise WorldFormatError(f"{path}: format {fmt} is newer than this fictionworld reads ({FORMAT}); upgrade fictionworld")
+        raise WorldFormatError(
+            f"{path}: format {fmt} is newer than this fictionworld reads ({FORMAT}); upgrade fictionworld"
+        )
     if int(version) < FORMAT_VERSION_INT:
         raise WorldFormatError(f"{path}: format {fmt} is older than {FORMAT}; regenerate the world")
     for key in ("seed", "spec", "counts", "world_hash"):
@@ -164,7 +195,9 @@ def _read(path: Path, name: str, columns: tuple[str, ...], dictionary: list[str]
     return table
 
 
-def _codes(col: pa.ChunkedArray, vocabulary: list[str] | pa.Array, what: str, file: str, allow_null=False) -> np.ndarray:
+def _codes(
+    col: pa.ChunkedArray, vocabulary: list[str] | pa.Array, what: str, file: str, allow_null=False
+) -> np.ndarray:
     """Map a (dictionary or plain) string column onto indices of ``vocabulary``."""
     col = col.cast(pa.string()) if not pa.types.is_string(col.type) else col
     vocab = vocabulary if isinstance(vocabulary, pa.Array) else pa.array(vocabulary, pa.string())
@@ -190,15 +223,24 @@ def load_world(path: str | Path, *, verify: bool = True) -> World:
     facts = _read(path, "facts.parquet", FACT_COLUMNS, [])
     counts = manifest["counts"]
     if ent.num_rows != counts.get("entities") or facts.num_rows != counts.get("facts"):
-        raise WorldFormatError(f"{path}: row counts ({ent.num_rows} entities, {facts.num_rows} facts) differ from "
-                               f"the manifest ({counts.get('entities')}, {counts.get('facts')}): truncated or modified")
+        raise WorldFormatError(
+            f"{path}: row counts ({ent.num_rows} entities, {facts.num_rows} facts) differ from "
+            f"the manifest ({counts.get('entities')}, {counts.get('facts')}): truncated or modified"
+        )
     try:
         entities = _entities_from(ent, path)
         fact_table = _facts_from(facts, entities, path)
     except (pa.ArrowException, ValueError, TypeError, KeyError) as exc:
-        raise WorldFormatError(f"{path}: malformed content: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-    world = World(spec=spec, seed=int(manifest["seed"]), entities=entities, facts=fact_table,
-                  generators=manifest.get("generators", {}))
+        raise WorldFormatError(
+            f"{path}: malformed content: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
+    world = World(
+        spec=spec,
+        seed=int(manifest["seed"]),
+        entities=entities,
+        facts=fact_table,
+        generators=manifest.get("generators", {}),
+    )
     if verify and world.world_hash != manifest["world_hash"]:
         raise WorldFormatError(f"{path}: content does not match the manifest's world_hash (modified or corrupt)")
     return world
@@ -225,8 +267,9 @@ def _entities_from(t: pa.Table, path: Path) -> EntityTable:
     group = np.where(np.isnan(group), -1, group).astype(np.int32) if group.dtype.kind == "f" else group.astype(np.int32)
     name = np.empty(len(ids), dtype=object)
     name[:] = names.to_pylist()
-    return EntityTable(type_code=type_code, local=local, name=name, aliases=aliases, culture=culture,
-                       namesake_group=group)
+    return EntityTable(
+        type_code=type_code, local=local, name=name, aliases=aliases, culture=culture, namesake_group=group
+    )
 
 
 def _int_col(t: pa.Table, name: str, na, dtype) -> np.ndarray:
@@ -249,12 +292,18 @@ def _facts_from(t: pa.Table, entities: EntityTable, path: Path) -> FactTable:
     text = np.empty(t.num_rows, dtype=object)
     text[:] = t.column("value_text").to_pylist()
     return FactTable(
-        id=_int_col(t, "id", 0, np.int64), subject=subject, predicate=predicate, object=obj,
+        id=_int_col(t, "id", 0, np.int64),
+        subject=subject,
+        predicate=predicate,
+        object=obj,
         v_int=_int_col(t, "value_int", NA_INT, np.int64),
         v_float=t.column("value_float").fill_null(np.nan).to_numpy().astype(np.float64),
-        v_date=_int_col(t, "value_date", int(NA_DATE), np.int32), v_text=text,
-        start=_int_col(t, "start", int(NA_DATE), np.int32), end=_int_col(t, "end", int(NA_DATE), np.int32),
-        source=source, sources=tuple(sources),
+        v_date=_int_col(t, "value_date", int(NA_DATE), np.int32),
+        v_text=text,
+        start=_int_col(t, "start", int(NA_DATE), np.int32),
+        end=_int_col(t, "end", int(NA_DATE), np.int32),
+        source=source,
+        sources=tuple(sources),
     )
 
 

@@ -39,7 +39,11 @@ class EntityTable:
     @classmethod
     def empty(cls) -> EntityTable:
         return cls(
-            np.zeros(0, np.int16), np.zeros(0, np.int32), _obj([]), _obj([]), _obj([]),
+            np.zeros(0, np.int16),
+            np.zeros(0, np.int32),
+            _obj([]),
+            _obj([]),
+            _obj([]),
             np.zeros(0, np.int32),
         )
 
@@ -61,8 +65,7 @@ class EntityTable:
         return np.flatnonzero(self.type_code == TYPE_CODE[type_name])
 
     def concat(self, other: EntityTable) -> EntityTable:
-        return EntityTable(*(np.concatenate([getattr(self, f.name), getattr(other, f.name)])
-                             for f in fields(self)))
+        return EntityTable(*(np.concatenate([getattr(self, f.name), getattr(other, f.name)]) for f in fields(self)))
 
     def with_values(self, **columns: np.ndarray) -> EntityTable:
         return replace(self, **columns)
@@ -133,10 +136,7 @@ class FactTable:
     def concat_all(cls, parts: list[FactTable], sources: tuple[str, ...]) -> FactTable:
         if not parts:
             return replace(cls.empty(), sources=sources)
-        cols = {
-            f.name: np.concatenate([getattr(p, f.name) for p in parts])
-            for f in fields(cls) if f.name != "sources"
-        }
+        cols = {f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls) if f.name != "sources"}
         return cls(**cols, sources=sources)
 
     def __len__(self) -> int:

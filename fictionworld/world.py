@@ -19,16 +19,21 @@ from fictionworld.tables import NA_INT, TYPE_NAMES, EntityTable, FactTable
 __all__ = ["World", "FORMAT"]
 
 FORMAT = "fictionworld/1"
-UNITS: dict[str, str | None] = {
-    a.name: a.unit for s in ENTITY_TYPES.values() for a in s.attributes
-}
+UNITS: dict[str, str | None] = {a.name: a.unit for s in ENTITY_TYPES.values() for a in s.attributes}
 
 
 class World:
     """A generated world. Columnar tables are the truth; ``graph`` is a networkx view."""
 
-    def __init__(self, *, spec: WorldSpec, seed: int, entities: EntityTable, facts: FactTable,
-                 generators: dict[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        spec: WorldSpec,
+        seed: int,
+        entities: EntityTable,
+        facts: FactTable,
+        generators: dict[str, str] | None = None,
+    ):
         self.spec = spec
         self.seed = int(seed)
         self.entities = entities
@@ -48,9 +53,18 @@ class World:
         _update_strings(h, e.name.tolist())
         _update_strings(h, e.culture.tolist())
         _update_strings(h, ["\x1e".join(a) for a in e.aliases.tolist()])
-        for name, dt in (("id", "<i8"), ("subject", "<i4"), ("predicate", "<i2"), ("object", "<i4"),
-                         ("v_int", "<i8"), ("v_float", "<f8"), ("v_date", "<i4"), ("start", "<i4"),
-                         ("end", "<i4"), ("source", "<i2")):
+        for name, dt in (
+            ("id", "<i8"),
+            ("subject", "<i4"),
+            ("predicate", "<i2"),
+            ("object", "<i4"),
+            ("v_int", "<i8"),
+            ("v_float", "<f8"),
+            ("v_date", "<i4"),
+            ("start", "<i4"),
+            ("end", "<i4"),
+            ("source", "<i2"),
+        ):
             _update(h, getattr(f, name), dt)
         text_rows = np.flatnonzero(f.v_text != None)  # noqa: E711  (elementwise)
         _update(h, text_rows, "<i8")
@@ -67,10 +81,16 @@ class World:
     def __repr__(self) -> str:
         return f"World(seed={self.seed}, entities={len(self.entities)}, facts={len(self.facts)}, hash={self.world_hash[:12]})"
 
-    def replace(self, *, entities: EntityTable | None = None, facts: FactTable | None = None,
-                spec: WorldSpec | None = None) -> World:
-        return World(spec=spec or self.spec, seed=self.seed, entities=entities or self.entities,
-                     facts=facts if facts is not None else self.facts, generators=self.generators)
+    def replace(
+        self, *, entities: EntityTable | None = None, facts: FactTable | None = None, spec: WorldSpec | None = None
+    ) -> World:
+        return World(
+            spec=spec or self.spec,
+            seed=self.seed,
+            entities=entities or self.entities,
+            facts=facts if facts is not None else self.facts,
+            generators=self.generators,
+        )
 
     # -- summaries -----------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -92,8 +112,14 @@ class World:
         e = self.entities
         r = entity_id if isinstance(entity_id, int | np.integer) else self.row(entity_id)
         g = int(e.namesake_group[r])
-        return Entity(id=e.ids[r], type=e.type_of(r), name=e.name[r], aliases=tuple(e.aliases[r]),
-                      culture=e.culture[r], namesake_group=None if g < 0 else g)
+        return Entity(
+            id=e.ids[r],
+            type=e.type_of(r),
+            name=e.name[r],
+            aliases=tuple(e.aliases[r]),
+            culture=e.culture[r],
+            namesake_group=None if g < 0 else g,
+        )
 
     def find(self, name: str, type: str | None = None) -> list[Entity]:
         """Entities called exactly ``name`` (namesakes give several)."""
@@ -121,8 +147,11 @@ class World:
             value = f.v_text[row]
         obj = int(f.object[row])
         return Fact(
-            id=int(f.id[row]), subject=ids[f.subject[row]], predicate=p,
-            object=ids[obj] if obj >= 0 else None, value=value,
+            id=int(f.id[row]),
+            subject=ids[f.subject[row]],
+            predicate=p,
+            object=ids[obj] if obj >= 0 else None,
+            value=value,
             unit=None if p in RELATIONS else UNITS.get(p),
             start=None if f.start[row] == NA_DATE else from_days(f.start[row]),
             end=None if f.end[row] == NA_DATE else from_days(f.end[row]),
@@ -153,13 +182,16 @@ class World:
 
         g = nx.MultiDiGraph()
         e, f, ids = self.entities, self.facts, self.entities.ids
-        g.add_nodes_from((ids[i], {"type": TYPE_NAMES[t], "name": n})
-                         for i, (t, n) in enumerate(zip(e.type_code.tolist(), e.name.tolist())))
+        g.add_nodes_from(
+            (ids[i], {"type": TYPE_NAMES[t], "name": n})
+            for i, (t, n) in enumerate(zip(e.type_code.tolist(), e.name.tolist()))
+        )
         rel = np.flatnonzero(f.object >= 0)
         g.add_edges_from(
             (ids[s], ids[o], int(k), {"predicate": PREDICATES[p]})
-            for s, o, k, p in zip(f.subject[rel].tolist(), f.object[rel].tolist(), f.id[rel].tolist(),
-                                  f.predicate[rel].tolist())
+            for s, o, k, p in zip(
+                f.subject[rel].tolist(), f.object[rel].tolist(), f.id[rel].tolist(), f.predicate[rel].tolist()
+            )
         )
         return g
 

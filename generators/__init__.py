@@ -57,8 +57,9 @@ def generate_world(spec, seed: int, progress: Callable[[str], None] | None = Non
     finally:
         if gc_was_enabled:
             gc.enable()
-    return World(spec=spec, seed=seed, entities=entities, facts=facts,
-                 generators={g.id: g.id.rsplit("-v", 1)[-1] for g in steps})
+    return World(
+        spec=spec, seed=seed, entities=entities, facts=facts, generators={g.id: g.id.rsplit("-v", 1)[-1] for g in steps}
+    )
 
 
 def _unique_websites(ctx: GenContext) -> None:

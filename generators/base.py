@@ -14,14 +14,20 @@ from fictionworld.spec import WorldSpec
 from fictionworld.tables import NA_INT, TYPE_CODE, EntityTable, FactTable
 
 __all__ = [
-    "GenContext", "TypeData", "WorldGenerator", "register", "make", "registered", "child_seed",
+    "GenContext",
+    "TypeData",
+    "WorldGenerator",
+    "register",
+    "make",
+    "registered",
+    "child_seed",
 ]
 
 
 def child_seed(seed: int, key: str) -> np.random.SeedSequence:
     """A seed sequence for one named stream: independent of every other name and of order."""
     digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
-    words = [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
+    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
     return np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(seed) >> 32, *words])
 
 
@@ -81,14 +87,14 @@ class GenContext:
         d.names = _obj(names)
         d.aliases = _obj(aliases) if aliases is not None else _obj([()] * d.n)
         d.culture = _obj(culture) if culture is not None else _obj([""] * d.n)
-        d.namesake_group = (np.asarray(namesake_group, np.int32) if namesake_group is not None
-                            else np.full(d.n, -1, np.int32))
+        d.namesake_group = (
+            np.asarray(namesake_group, np.int32) if namesake_group is not None else np.full(d.n, -1, np.int32)
+        )
 
     def set_attr(self, t: str, name: str, values: np.ndarray) -> None:
         self.types[t].attrs[name] = values
 
-    def relate(self, rel: str, subj_type: str, subj_local, obj_type: str, obj_local,
-               start=None, end=None) -> None:
+    def relate(self, rel: str, subj_type: str, subj_local, obj_type: str, obj_local, start=None, end=None) -> None:
         """Add relation facts (local indices; -1 entries and disabled relations are dropped)."""
         if rel not in self.enabled_relations or not self.has(subj_type, obj_type):
             return
@@ -97,11 +103,16 @@ class GenContext:
         keep = (s >= 0) & (o >= 0)
         start = None if start is None else np.broadcast_to(np.asarray(start, np.int32), s.shape)[keep]
         end = None if end is None else np.broadcast_to(np.asarray(end, np.int32), s.shape)[keep]
-        self._facts.append(FactTable.build(
-            s[keep] + self.types[subj_type].offset, PREDICATE_CODE[rel],
-            obj=o[keep] + self.types[obj_type].offset, start=start, end=end,
-            source=self._source_code(),
-        ))
+        self._facts.append(
+            FactTable.build(
+                s[keep] + self.types[subj_type].offset,
+                PREDICATE_CODE[rel],
+                obj=o[keep] + self.types[obj_type].offset,
+                start=start,
+                end=end,
+                source=self._source_code(),
+            )
+        )
 
     def _source_code(self) -> int:
         if self.source not in self._sources:
@@ -114,10 +125,16 @@ class GenContext:
         for t, d in self.types.items():
             if d.names is None:
                 raise RuntimeError(f"no generator produced names for {t}")
-            ent_parts.append(EntityTable(
-                type_code=np.full(d.n, TYPE_CODE[t], np.int16), local=np.arange(d.n, dtype=np.int32),
-                name=d.names, aliases=d.aliases, culture=d.culture, namesake_group=d.namesake_group,
-            ))
+            ent_parts.append(
+                EntityTable(
+                    type_code=np.full(d.n, TYPE_CODE[t], np.int16),
+                    local=np.arange(d.n, dtype=np.int32),
+                    name=d.names,
+                    aliases=d.aliases,
+                    culture=d.culture,
+                    namesake_group=d.namesake_group,
+                )
+            )
             schema = ENTITY_TYPES[t]
             for a_name in self.spec.attributes(t):
                 if a_name not in d.attrs:
@@ -176,6 +193,7 @@ def register(id: str, produces: Iterable[str], after: Iterable[str] = ()):
             raise ValueError(f"generator {id!r} registered twice")
         _REGISTRY[id] = WorldGenerator(id, tuple(produces), tuple(after), fn)
         return fn
+
     return deco
 
 
@@ -211,8 +229,15 @@ class AlivePicker:
         self.birth = birth[self.pool].astype(np.int64)
         self.death = np.where(death[self.pool] == NA_DATE, present + 1, death[self.pool]).astype(np.int64)
 
-    def pick(self, rng: np.random.Generator, when: np.ndarray, min_age: float, max_age: float,
-             until: np.ndarray | None = None, tries: int = 6) -> np.ndarray:
+    def pick(
+        self,
+        rng: np.random.Generator,
+        when: np.ndarray,
+        min_age: float,
+        max_age: float,
+        until: np.ndarray | None = None,
+        tries: int = 6,
+    ) -> np.ndarray:
         """For each date in ``when``: a person aged [min_age, max_age] then and alive until
         ``until`` (default ``when``); -1 where none was found."""
         when = np.asarray(when, np.int64)
@@ -233,8 +258,9 @@ class AlivePicker:
         return out
 
 
-def pick_founded_before(rng: np.random.Generator, founded: np.ndarray, when: np.ndarray,
-                        candidates: np.ndarray | None = None) -> np.ndarray:
+def pick_founded_before(
+    rng: np.random.Generator, founded: np.ndarray, when: np.ndarray, candidates: np.ndarray | None = None
+) -> np.ndarray:
     """For each date, a uniformly chosen entity (local index) with ``founded <= when``; -1 if none."""
     cand = np.arange(len(founded)) if candidates is None else np.asarray(candidates, np.int64)
     order = np.argsort(founded[cand], kind="stable")
@@ -251,9 +277,13 @@ def weighted_choice(rng: np.random.Generator, weights: np.ndarray, n: int) -> np
     return np.minimum(np.searchsorted(cdf, rng.random(n), "right"), len(p) - 1)
 
 
-def unique_names(candidates: Callable[[np.ndarray, int], list[str]], n: int,
-                 taken: set[str] | None = None, max_rounds: int = 60,
-                 reject: Callable[[str], bool] | None = None) -> list[str]:
+def unique_names(
+    candidates: Callable[[np.ndarray, int], list[str]],
+    n: int,
+    taken: set[str] | None = None,
+    max_rounds: int = 60,
+    reject: Callable[[str], bool] | None = None,
+) -> list[str]:
     """Fill ``n`` slots with distinct names: ``candidates(slots, round)`` proposes one name per
     slot still open; the first unused proposal wins (order-preserving, so deterministic)."""
     taken = set() if taken is None else taken
@@ -292,8 +322,14 @@ def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4
         for c in np.unique(cultures[todo]).tolist():
             idx = todo[cultures[todo] == c]
             out[idx] = invent_words(CULTURES[c], len(idx), rng)
-        todo = np.array([i for i in todo.tolist()
-                         if len(out[i]) < min_len or not pronounceable(out[i]) or normalize(out[i]) in gaz], np.int64)
+        todo = np.array(
+            [
+                i
+                for i in todo.tolist()
+                if len(out[i]) < min_len or not pronounceable(out[i]) or normalize(out[i]) in gaz
+            ],
+            np.int64,
+        )
     raise RuntimeError("could not invent gazetteer-free words")
 
 

@@ -22,12 +22,18 @@ from generators.orgs import _culture_names, pick_people
 
 PRESENTER = {"literature": "publisher", "science": "university"}  # others: company
 WINNER_OCCUPATIONS = {
-    "literature": ("writer",), "film": ("film director", "actor"), "music": ("musician",),
-    "science": ("scientist", "engineer"), "business": ("entrepreneur", "economist"), "sport": ("athlete",),
+    "literature": ("writer",),
+    "film": ("film director", "actor"),
+    "music": ("musician",),
+    "science": ("scientist", "engineer"),
+    "business": ("entrepreneur", "economist"),
+    "sport": ("athlete",),
 }
 
 
-@register("awards-v0", produces=("award",), after=("person", "book", "film", "album", "company", "university", "publisher"))
+@register(
+    "awards-v0", produces=("award",), after=("person", "book", "film", "album", "company", "university", "publisher")
+)
 def generate_awards(ctx: GenContext) -> None:
     ctx.source = "awards-v0"
     n, present = ctx.counts["award"], ctx.present
@@ -131,8 +137,13 @@ def generate_events(ctx: GenContext) -> None:
     for org_type, mask in (("company", ~by_university), ("university", by_university)):
         if ctx.has(org_type):
             idx = np.flatnonzero(mask & (ro.random(n) < 0.75))
-            ctx.relate("organized_by", "event", idx, org_type,
-                       pick_founded_before(ro, ctx[org_type].extra["founded"], start[idx]))
+            ctx.relate(
+                "organized_by",
+                "event",
+                idx,
+                org_type,
+                pick_founded_before(ro, ctx[org_type].extra["founded"], start[idx]),
+            )
     if ctx.has("person"):
         rp = ctx.rng("participated_in")
         k = rp.integers(1, 5, size=n)

@@ -48,8 +48,9 @@ def alive_to(ctx: GenContext) -> np.ndarray:
     return np.where(death == NA_DATE, ctx.present, death).astype(np.int64)
 
 
-def bounded_interval(start: np.ndarray, end: np.ndarray, person_end: np.ndarray, death: np.ndarray,
-                     present: int) -> np.ndarray:
+def bounded_interval(
+    start: np.ndarray, end: np.ndarray, person_end: np.ndarray, death: np.ndarray, present: int
+) -> np.ndarray:
     """Clip an interval end to the person's life: ongoing (NA) if still running at present."""
     end = np.minimum(end, person_end)
     ongoing = (end >= present) & (death == NA_DATE)
@@ -65,8 +66,10 @@ def org_names(ctx: GenContext, key: str, culture: np.ndarray, build) -> tuple[li
         s = clean_stems(culture[slots], rng)
         t = clean_stems(culture[slots], rng)
         stems[slots] = s
-        return [build(a, b, u, slot) for a, b, u, slot in
-                zip(s.tolist(), t.tolist(), rng.random(len(slots)).tolist(), slots.tolist())]
+        return [
+            build(a, b, u, slot)
+            for a, b, u, slot in zip(s.tolist(), t.tolist(), rng.random(len(slots)).tolist(), slots.tolist())
+        ]
 
     return unique_names(candidates, len(culture)), stems
 
@@ -97,7 +100,7 @@ def generate_companies(ctx: GenContext) -> None:
     industry = r.integers(len(INDUSTRIES), size=n)
     age_years = (present - founded) / 365.2425
     employees = (np.exp(r.normal(np.log(60), 1.7, n)) * (1 + age_years / 40)).clip(1, 500_000).astype(np.int64)
-    revenue = (employees * np.exp(r.normal(np.log(150_000), 0.7, n)).clip(20_000, 2_000_000))
+    revenue = employees * np.exp(r.normal(np.log(150_000), 0.7, n)).clip(20_000, 2_000_000)
     revenue = revenue.clip(10_000, 500_000_000_000).astype(np.int64)
 
     def build(s, t, u, slot):
@@ -108,8 +111,9 @@ def generate_companies(ctx: GenContext) -> None:
         return f"{s} & {t}"
 
     names, stems = org_names(ctx, "company/names", _culture_of_cities(ctx, hq), build)
-    ctx.set_names("company", names, aliases=[(s,) for s in stems.tolist()],
-                  culture=_culture_names(_culture_of_cities(ctx, hq)))
+    ctx.set_names(
+        "company", names, aliases=[(s,) for s in stems.tolist()], culture=_culture_names(_culture_of_cities(ctx, hq))
+    )
     ctx.set_attr("company", "founded", founded)
     ctx.set_attr("company", "industry", np.array(INDUSTRIES, dtype=object)[industry])
     ctx.set_attr("company", "employees", employees)
@@ -154,8 +158,9 @@ def _ceos_and_staff(ctx: GenContext, founded: np.ndarray, founder: np.ndarray) -
     ceo_end = np.where(ongoing, NA, seg_end).astype(np.int32)
     ctx.relate("ceo_of", "person", ceo, "company", comp, start=seg_start, end=ceo_end)
     # A chief executive is on the staff for (at least) the whole term.
-    w_start = np.maximum.reduce([founded[comp].astype(np.int64), seg_start - years(rc.uniform(0, 6, len(comp))),
-                                 birth[ceo] + years(16) + 1])
+    w_start = np.maximum.reduce(
+        [founded[comp].astype(np.int64), seg_start - years(rc.uniform(0, 6, len(comp))), birth[ceo] + years(16) + 1]
+    )
     w_start = np.minimum(w_start, seg_start)
 
     rw = ctx.rng("works_for")
@@ -168,8 +173,15 @@ def _ceos_and_staff(ctx: GenContext, founded: np.ndarray, founder: np.ndarray) -
     ok = where >= 0
     who, start, where = who[ok], start[ok], where[ok]
     end = bounded_interval(start, start + years(rw.exponential(7, len(who))) + 30, life_end[who], death[who], present)
-    ctx.relate("works_for", "person", np.r_[ceo, who], "company", np.r_[comp, where],
-               start=np.r_[w_start, start], end=np.r_[ceo_end, end])
+    ctx.relate(
+        "works_for",
+        "person",
+        np.r_[ceo, who],
+        "company",
+        np.r_[comp, where],
+        start=np.r_[w_start, start],
+        end=np.r_[ceo_end, end],
+    )
 
 
 def _acquisitions(ctx: GenContext, founded: np.ndarray) -> None:
@@ -227,8 +239,15 @@ def generate_universities(ctx: GenContext) -> None:
         subj.append(who), obj.append(uni), starts.append(start), ends.append(end)
         more = (end != NA) & (rs.random(len(who)) < 0.15)
         who, start = who[more], end[more].astype(np.int64) + years(rs.uniform(0.3, 4, more.sum()))
-    ctx.relate("studied_at", "person", np.concatenate(subj), "university", np.concatenate(obj),
-               start=np.concatenate(starts), end=np.concatenate(ends))
+    ctx.relate(
+        "studied_at",
+        "person",
+        np.concatenate(subj),
+        "university",
+        np.concatenate(obj),
+        start=np.concatenate(starts),
+        end=np.concatenate(ends),
+    )
 
 
 @register("publishers-v0", produces=("publisher",), after=("city",))
@@ -244,8 +263,9 @@ def generate_publishers(ctx: GenContext) -> None:
         return _pattern(vocab.PUBLISHER_PATTERNS, u, s=s, t=t)
 
     names, stems = org_names(ctx, "publisher/names", _culture_of_cities(ctx, hq), build)
-    ctx.set_names("publisher", names, aliases=[(s,) for s in stems.tolist()],
-                  culture=_culture_names(_culture_of_cities(ctx, hq)))
+    ctx.set_names(
+        "publisher", names, aliases=[(s,) for s in stems.tolist()], culture=_culture_names(_culture_of_cities(ctx, hq))
+    )
     ctx.set_attr("publisher", "founded", founded)
     ctx.set_attr("publisher", "employees", employees)
     ctx.set_attr("publisher", "website", _obj([f"https://www.{slug(x)}.com" for x in names]))
@@ -265,8 +285,9 @@ def generate_sports_teams(ctx: GenContext) -> None:
     city_names = ctx["city"].names
 
     def build(s, t, u, slot):
-        return _pattern(vocab.TEAM_PATTERNS, u, s=s, c=city_names[city[slot]],
-                        m=vocab.MASCOTS[int(u * 7919) % len(vocab.MASCOTS)])
+        return _pattern(
+            vocab.TEAM_PATTERNS, u, s=s, c=city_names[city[slot]], m=vocab.MASCOTS[int(u * 7919) % len(vocab.MASCOTS)]
+        )
 
     names, _ = org_names(ctx, "sports_team/names", _culture_of_cities(ctx, city), build)
     ctx.set_names("sports_team", names, culture=_culture_names(_culture_of_cities(ctx, city)))
@@ -294,8 +315,15 @@ def generate_sports_teams(ctx: GenContext) -> None:
         subj.append(who), obj.append(team), starts.append(start), ends.append(end)
         more = (end != NA) & (rm.random(len(who)) < 0.4)
         who, start = who[more], end[more].astype(np.int64) + years(rm.uniform(0.0, 1.0, more.sum()))
-    ctx.relate("member_of", "person", np.concatenate(subj), "sports_team", np.concatenate(obj),
-               start=np.concatenate(starts), end=np.concatenate(ends))
+    ctx.relate(
+        "member_of",
+        "person",
+        np.concatenate(subj),
+        "sports_team",
+        np.concatenate(obj),
+        start=np.concatenate(starts),
+        end=np.concatenate(ends),
+    )
 
 
 def _culture_names(codes: np.ndarray) -> np.ndarray:

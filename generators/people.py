@@ -11,9 +11,29 @@ from generators.base import GenContext, join_suffix, register, sample_dates, uni
 from generators.morphology import CULTURES, given_names, invent_words
 
 SOURCE = "people-v0"
-OCCUPATION_WEIGHTS = dict(zip(OCCUPATIONS, (
-    12, 5, 10, 10, 10, 8, 8, 7, 5, 4, 3, 3, 5, 5, 3, 2,
-)))
+OCCUPATION_WEIGHTS = dict(
+    zip(
+        OCCUPATIONS,
+        (
+            12,
+            5,
+            10,
+            10,
+            10,
+            8,
+            8,
+            7,
+            5,
+            4,
+            3,
+            3,
+            5,
+            5,
+            3,
+            2,
+        ),
+    )
+)
 _LETTERS = np.array(list("ABCDEFGHJKLMNPRSTVW"), dtype=object)
 
 
@@ -50,7 +70,7 @@ def generate_people(ctx: GenContext) -> None:
     chosen = eligible[rm.random(len(eligible)) < 0.7]
     chosen = chosen[np.argsort(birth[chosen] + rm.normal(0, years(3), len(chosen)), kind="stable")]
     m = len(chosen) // 2
-    a, b = chosen[0:2 * m:2], chosen[1:2 * m:2]
+    a, b = chosen[0 : 2 * m : 2], chosen[1 : 2 * m : 2]
     start = np.maximum(birth[a], birth[b]) + years(rm.uniform(20, 40, m))
     limit = np.minimum(alive_to[a], alive_to[b])
     ok = start < limit
@@ -63,9 +83,14 @@ def generate_people(ctx: GenContext) -> None:
     k = rc.choice(4, size=len(a), p=[0.25, 0.35, 0.25, 0.15])
     couple = np.repeat(np.arange(len(a)), k)
     lo = start[couple].astype(np.int64) + years(0.8)
-    hi = np.minimum.reduce([
-        limit[couple], start[couple] + years(22), birth[a[couple]] + years(50), birth[b[couple]] + years(50),
-    ]).astype(np.int64)
+    hi = np.minimum.reduce(
+        [
+            limit[couple],
+            start[couple] + years(22),
+            birth[a[couple]] + years(50),
+            birth[b[couple]] + years(50),
+        ]
+    ).astype(np.int64)
     by_birth = np.argsort(birth, kind="stable")
     sorted_birth = birth[by_birth].astype(np.int64)
     lo_i = np.searchsorted(sorted_birth, lo, "left")
@@ -88,8 +113,9 @@ def generate_people(ctx: GenContext) -> None:
         stems = invent_words(cul, len(idx), rn)
         ends = rn.integers(len(cul.surname_endings), size=len(idx))
         use = rn.random(len(idx)) < 0.5
-        surname[idx] = [join_suffix(s, cul.surname_endings[e]) if u else s
-                        for s, e, u in zip(stems, ends.tolist(), use.tolist())]
+        surname[idx] = [
+            join_suffix(s, cul.surname_endings[e]) if u else s for s, e, u in zip(stems, ends.tolist(), use.tolist())
+        ]
     order = np.argsort(birth[child], kind="stable")
     for c_, p_ in zip(child[order].tolist(), pa[order].tolist()):
         surname[c_] = surname[p_]
@@ -142,7 +168,9 @@ def generate_people(ctx: GenContext) -> None:
     ctx.relate("born_in", "person", idx, "city", born_in)
     ctx.relate("died_in", "person", idx, "city", died_in)
     ctx.relate("citizen_of", "person", idx, "country", city.extra["country"][born_in])
-    ctx.relate("married_to", "person", np.r_[a, b], "person", np.r_[b, a], start=np.r_[start, start], end=np.r_[end, end])
+    ctx.relate(
+        "married_to", "person", np.r_[a, b], "person", np.r_[b, a], start=np.r_[start, start], end=np.r_[end, end]
+    )
     ctx.relate("parent_of", "person", np.r_[pa, pb], "person", np.r_[child, child])
     ctx.relate("child_of", "person", np.r_[child, child], "person", np.r_[pa, pb])
     s1, s2 = _sibling_pairs(couple, child)

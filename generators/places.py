@@ -56,12 +56,15 @@ def generate_places(ctx: GenContext) -> None:
     region_culture = country_culture[region_country]
     city_culture = country_culture[city_country]
     cult_names = np.array([c.name for c in CULTURES], dtype=object)
-    ctx.set_names("country", _place_names(ctx, "country/names", country_culture, country_name),
-                  culture=cult_names[country_culture])
-    ctx.set_names("region", _place_names(ctx, "region/names", region_culture, region_name),
-                  culture=cult_names[region_culture])
-    ctx.set_names("city", _place_names(ctx, "city/names", city_culture, city_name),
-                  culture=cult_names[city_culture])
+    ctx.set_names(
+        "country",
+        _place_names(ctx, "country/names", country_culture, country_name),
+        culture=cult_names[country_culture],
+    )
+    ctx.set_names(
+        "region", _place_names(ctx, "region/names", region_culture, region_name), culture=cult_names[region_culture]
+    )
+    ctx.set_names("city", _place_names(ctx, "city/names", city_culture, city_name), culture=cult_names[city_culture])
 
     # Quantities: cities first, regions contain their cities, countries are the sum of regions.
     r = ctx.rng("city/attributes")
@@ -82,8 +85,9 @@ def generate_places(ctx: GenContext) -> None:
     ctx.set_attr("region", "area_km2", reg_area)
 
     r = ctx.rng("country/attributes")
-    ctx.set_attr("country", "population",
-                 np.bincount(region_country, weights=reg_pop, minlength=nc).round().astype(np.int64))
+    ctx.set_attr(
+        "country", "population", np.bincount(region_country, weights=reg_pop, minlength=nc).round().astype(np.int64)
+    )
     ctx.set_attr("country", "area_km2", np.round(np.bincount(region_country, weights=reg_area, minlength=nc), 1))
     ctx.set_attr("country", "established", sample_dates(r, nc, year_start(1300), year_end(1995)))
 

@@ -69,9 +69,15 @@ AWARD_PATTERNS = {
     "sport": _t("{s}_Trophy {s}_Cup {s}_Sportsmanship_Award"),
 }
 EVENT_TITLES = {
-    "festival": "Festival", "conference": "Conference", "trade fair": "Trade Fair",
-    "marathon": "Marathon", "summit": "Summit", "exhibition": "Exhibition",
-    "film festival": "Film Festival", "book fair": "Book Fair", "music festival": "Music Festival",
+    "festival": "Festival",
+    "conference": "Conference",
+    "trade fair": "Trade Fair",
+    "marathon": "Marathon",
+    "summit": "Summit",
+    "exhibition": "Exhibition",
+    "film festival": "Film Festival",
+    "book fair": "Book Fair",
+    "music festival": "Music Festival",
     "symposium": "Symposium",
 }
 MASCOTS = _t(

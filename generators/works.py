@@ -15,8 +15,15 @@ from generators.orgs import _obj, alive_to, pick_people
 __all__ = ["active_people", "titles"]
 
 
-def active_people(ctx: GenContext, rng: np.random.Generator, n: int, occupations: tuple[str, ...],
-                  min_age: float, max_age: float, lo: int) -> tuple[np.ndarray, np.ndarray]:
+def active_people(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    n: int,
+    occupations: tuple[str, ...],
+    min_age: float,
+    max_age: float,
+    lo: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """``n`` (person, date) pairs: a person of the occupations (else anyone) and a date at
     which they were alive and aged [min_age, max_age], not before ``lo``."""
     p = ctx["person"].extra
@@ -43,14 +50,16 @@ def titles(ctx: GenContext, key: str, n: int, culture: np.ndarray, patterns: tup
         a = rng.integers(len(vocab.ADJECTIVES), size=len(slots)).tolist()
         b = rng.integers(len(vocab.NOUNS), size=len(slots)).tolist()
         pat = rng.integers(len(patterns), size=len(slots)).tolist()
-        return [_article(patterns[p].format(a=vocab.ADJECTIVES[i], n=vocab.NOUNS[j], s=s))
-                for p, i, j, s in zip(pat, a, b, stems)]
+        return [
+            _article(patterns[p].format(a=vocab.ADJECTIVES[i], n=vocab.NOUNS[j], s=s))
+            for p, i, j, s in zip(pat, a, b, stems)
+        ]
 
     return unique_names(candidates, n)
 
 
 def _article(title: str) -> str:
-    """"A Embassy" -> "An Embassy"."""
+    """ "A Embassy" -> "An Embassy"."""
     if title.startswith("A ") and title[2:3] in "AEIOU":
         return "An " + title[2:]
     return title
@@ -65,11 +74,14 @@ def _person_culture(ctx: GenContext, who: np.ndarray, rng: np.random.Generator) 
 
 def _isbn13(rng: np.random.Generator, n: int) -> list[str]:
     body = rng.choice(10**9, size=n, replace=False).astype(np.int64)
-    digits = np.stack([np.full(n, 9), np.full(n, 7), np.full(n, 8)] +
-                      [(body // 10**k) % 10 for k in range(8, -1, -1)], axis=1)
+    digits = np.stack(
+        [np.full(n, 9), np.full(n, 7), np.full(n, 8)] + [(body // 10**k) % 10 for k in range(8, -1, -1)], axis=1
+    )
     check = (10 - (digits * np.tile([1, 3], 6)).sum(axis=1) % 10) % 10
-    return [f"978-{d[3]}-{''.join(map(str, d[4:8]))}-{''.join(map(str, d[8:12]))}-{c}"
-            for d, c in zip(digits.tolist(), check.tolist())]
+    return [
+        f"978-{d[3]}-{''.join(map(str, d[4:8]))}-{''.join(map(str, d[8:12]))}-{c}"
+        for d, c in zip(digits.tolist(), check.tolist())
+    ]
 
 
 def _org_after(ctx: GenContext, rng, org_type: str, when: np.ndarray, share: float) -> np.ndarray:
@@ -146,9 +158,31 @@ def generate_albums(ctx: GenContext) -> None:
     ctx.relate("released_by", "album", np.arange(n), "company", label)
 
 
-_PRICE = dict(zip(PRODUCT_CATEGORIES, (
-    600, 900, 250, 700, 500, 150, 1200, 300, 60000, 800, 350, 40, 130, 250, 120, 1500, 1400, 45000,
-)))
+_PRICE = dict(
+    zip(
+        PRODUCT_CATEGORIES,
+        (
+            600,
+            900,
+            250,
+            700,
+            500,
+            150,
+            1200,
+            300,
+            60000,
+            800,
+            350,
+            40,
+            130,
+            250,
+            120,
+            1500,
+            1400,
+            45000,
+        ),
+    )
+)
 
 
 @register("products-v0", produces=("product",), after=("company",))

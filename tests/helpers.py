@@ -16,9 +16,18 @@ def rows(world: World, predicate: str) -> np.ndarray:
     return np.flatnonzero(world.facts.predicate == PREDICATE_CODE[predicate])
 
 
-def add_fact(world: World, subject: str, predicate: str, obj: str | None = None, *, start: dt.date | None = None,
-             end: dt.date | None = None, subject_row: int | None = None, predicate_code: int | None = None,
-             **values) -> World:
+def add_fact(
+    world: World,
+    subject: str,
+    predicate: str,
+    obj: str | None = None,
+    *,
+    start: dt.date | None = None,
+    end: dt.date | None = None,
+    subject_row: int | None = None,
+    predicate_code: int | None = None,
+    **values,
+) -> World:
     """Append one fact (ids are renumbered after the last)."""
     s = world.row(subject) if subject_row is None else subject_row
     o = None if obj is None else np.array([world.row(obj)])
@@ -26,9 +35,14 @@ def add_fact(world: World, subject: str, predicate: str, obj: str | None = None,
     if "v_date" in vals:
         vals["v_date"] = np.array([to_days(values["v_date"])], np.int32)
     part = FactTable.build(
-        np.array([s]), PREDICATE_CODE[predicate] if predicate_code is None else predicate_code, obj=o,
+        np.array([s]),
+        PREDICATE_CODE[predicate] if predicate_code is None else predicate_code,
+        obj=o,
         start=None if start is None else np.array([to_days(start)]),
-        end=None if end is None else np.array([to_days(end)]), sources=("planted",), **vals)
+        end=None if end is None else np.array([to_days(end)]),
+        sources=("planted",),
+        **vals,
+    )
     return world.replace(facts=world.facts.append(part))
 
 

@@ -70,6 +70,7 @@ def plant_interval_order(w):
 
 def fw_na():
     from fictionworld.dates import NA_DATE
+
     return NA_DATE
 
 
@@ -80,8 +81,11 @@ def plant_future_date(w):
 def plant_lifespan(w):
     dead = first_dead_person(w)
     death = from_days(w.facts.v_date[fact_row(w, dead, "death_date")])
-    return add_fact(w, dead, "participated_in", "event:0") if False else add_fact(
-        w, dead, "married_to", "person:0", start=death + dt.timedelta(days=400))
+    return (
+        add_fact(w, dead, "participated_in", "event:0")
+        if False
+        else add_fact(w, dead, "married_to", "person:0", start=death + dt.timedelta(days=400))
+    )
 
 
 def plant_containment(w):
@@ -127,8 +131,9 @@ def plant_namesake_record(w):
 
 
 def plant_unique_value(w):
-    return set_column(w, "v_text", fact_row(w, "company:7", "website"),
-                      w.facts.v_text[fact_row(w, "company:8", "website")])
+    return set_column(
+        w, "v_text", fact_row(w, "company:7", "website"), w.facts.v_text[fact_row(w, "company:8", "website")]
+    )
 
 
 def plant_gazetteer(w):
@@ -210,8 +215,14 @@ def test_lifespan_catches_too_young(world):
     r = fact_row(world, "person:9", "birth_date")
     born = from_days(world.facts.v_date[r])
     company = "company:0"
-    planted = add_fact(world, "person:9", "works_for", company, start=born + dt.timedelta(days=365 * 5),
-                       end=born + dt.timedelta(days=365 * 6))
+    planted = add_fact(
+        world,
+        "person:9",
+        "works_for",
+        company,
+        start=born + dt.timedelta(days=365 * 5),
+        end=born + dt.timedelta(days=365 * 6),
+    )
     msgs = [v.message for v in fw.check_world(planted) if v.kind == K.LIFESPAN]
     assert msgs and any("too young" in m or "before it existed" in m for m in msgs)
 

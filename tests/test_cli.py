@@ -10,8 +10,9 @@ from helpers import add_fact
 
 
 def run(*args, check=False):
-    return subprocess.run([sys.executable, "-m", "fictionworld.cli", *map(str, args)], capture_output=True, text=True,
-                          check=check)
+    return subprocess.run(
+        [sys.executable, "-m", "fictionworld.cli", *map(str, args)], capture_output=True, text=True, check=check
+    )
 
 
 def test_generate_validate_stats(tmp_path):

@@ -34,7 +34,8 @@ def test_different_seed_different_world():
 def test_golden_hash_is_stable_across_days_and_machines():
     h = fw.generate(seed=1, entities=400).world_hash
     assert h == GOLDEN_HASH_400_SEED_1, (
-        f"generator output changed (hash {h}); if intended, bump the generator versions and the golden hash")
+        f"generator output changed (hash {h}); if intended, bump the generator versions and the golden hash"
+    )
 
 
 @pytest.mark.parametrize("hashseed", ["0", "4242"])
@@ -56,8 +57,19 @@ def _fact_keys(world, skip_types):
         if p in skip or e.type_of(f.subject[r]) in skip_types:
             continue
         o = ids[f.object[r]] if f.object[r] >= 0 else None
-        keys.add((ids[f.subject[r]], p, o, int(f.v_int[r]), float(f.v_float[r]) if not np.isnan(f.v_float[r]) else None,
-                  int(f.v_date[r]), f.v_text[r], int(f.start[r]), int(f.end[r])))
+        keys.add(
+            (
+                ids[f.subject[r]],
+                p,
+                o,
+                int(f.v_int[r]),
+                float(f.v_float[r]) if not np.isnan(f.v_float[r]) else None,
+                int(f.v_date[r]),
+                f.v_text[r],
+                int(f.start[r]),
+                int(f.end[r]),
+            )
+        )
     return keys
 
 
@@ -115,6 +127,7 @@ def test_gazetteer_recognises_real_places():
 
 
 # -- causal order, read straight off the networkx graph (independent of check_world) ---------
+
 
 def _dates(world, attr):
     rows, vals = [], []

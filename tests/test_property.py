@@ -15,4 +15,3 @@ def test_generated_worlds_validate_clean(seed, entities):
     world = fw.generate(seed=seed, entities=entities)
     assert fw.check_world(world) == []
     assert len(world.facts) >= 5 * len(world.entities) * 0.8
-

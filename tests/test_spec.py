@@ -25,14 +25,17 @@ def test_yaml_round_trip(tmp_path):
     assert WorldSpec.from_yaml(p) == spec
 
 
-@pytest.mark.parametrize("bad, match", [
-    ({"types": {"dragon": {}}}, "unknown entity types"),
-    ({"types": {"book": {"weight": 1}}}, "needs"),
-    ({"exclude_relations": ["teleported_to"]}, "unknown relations"),
-    ({"types_patch": {"person": {"exclude_attributes": ["birth_date"]}}}, "required"),
-    ({"types_patch": {"person": {"exclude_attributes": ["wingspan"]}}}, "no attribute"),
-    ({"present": "1700-01-01"}, "present"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"types": {"dragon": {}}}, "unknown entity types"),
+        ({"types": {"book": {"weight": 1}}}, "needs"),
+        ({"exclude_relations": ["teleported_to"]}, "unknown relations"),
+        ({"types_patch": {"person": {"exclude_attributes": ["birth_date"]}}}, "required"),
+        ({"types_patch": {"person": {"exclude_attributes": ["wingspan"]}}}, "no attribute"),
+        ({"present": "1700-01-01"}, "present"),
+    ],
+)
 def test_invalid_specs_explain_themselves(bad, match):
     data = default_spec().model_dump()
     patch = bad.pop("types_patch", None)

@@ -22,7 +22,9 @@ def test_round_trip_is_equal_and_same_hash(world, saved_world):
         assert np.array_equal(getattr(loaded.facts, col), getattr(world.facts, col)), col
     assert np.array_equal(loaded.facts.v_float, world.facts.v_float, equal_nan=True)
     assert loaded.facts.v_text.tolist() == world.facts.v_text.tolist()
-    assert [loaded.fact(i) for i in range(0, len(world.facts), 997)] == [world.fact(i) for i in range(0, len(world.facts), 997)]
+    assert [loaded.fact(i) for i in range(0, len(world.facts), 997)] == [
+        world.fact(i) for i in range(0, len(world.facts), 997)
+    ]
     assert loaded.spec == world.spec and loaded.seed == world.seed
 
 
@@ -94,16 +96,19 @@ def _break_garbage(d):
     (d / "entities.parquet").write_bytes(b"PAR1 this is not parquet at all PAR1")
 
 
-@pytest.mark.parametrize("breaker, match", [
-    (_break_truncate, "unreadable"),
-    (_break_manifest_json, "not valid JSON"),
-    (_break_newer, "newer"),
-    (_break_foreign, "foreign format"),
-    (_break_no_manifest, "no manifest.json"),
-    (_break_missing_facts, "facts.parquet is missing"),
-    (_break_hash, "world_hash"),
-    (_break_garbage, "unreadable"),
-])
+@pytest.mark.parametrize(
+    "breaker, match",
+    [
+        (_break_truncate, "unreadable"),
+        (_break_manifest_json, "not valid JSON"),
+        (_break_newer, "newer"),
+        (_break_foreign, "foreign format"),
+        (_break_no_manifest, "no manifest.json"),
+        (_break_missing_facts, "facts.parquet is missing"),
+        (_break_hash, "world_hash"),
+        (_break_garbage, "unreadable"),
+    ],
+)
 def test_bad_directories_give_one_clear_line(saved_world, tmp_path, breaker, match):
     d = _copy(saved_world, tmp_path)
     breaker(d)

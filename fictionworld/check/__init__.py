@@ -48,9 +48,23 @@ def check_world(world, *, limit_per_kind: int = 200) -> list[Violation]:
 
 
 CHECKS = (
-    check_references, check_predicates, check_domain_range, check_attribute_types,
-    check_missing_and_cardinality, check_overlaps, check_interval_order, check_future,
-    check_lifespans, check_containment, check_symmetry_inverse, check_cycles,
-    check_self_reference, check_ranges, check_quantities, check_names, check_unique_values,
-    check_duplicate_facts, check_consistency,
+    check_references,
+    check_predicates,
+    check_domain_range,
+    check_attribute_types,
+    check_missing_and_cardinality,
+    check_overlaps,
+    check_interval_order,
+    check_future,
+    check_lifespans,
+    check_containment,
+    check_symmetry_inverse,
+    check_cycles,
+    check_self_reference,
+    check_ranges,
+    check_quantities,
+    check_names,
+    check_unique_values,
+    check_duplicate_facts,
+    check_consistency,
 )

@@ -22,6 +22,7 @@ _URL = re.compile(r"^https?://[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]
 
 _BIG = np.int64(2**40)
 
+
 class _Checker:
     def __init__(self, world, limit: int):
         self.w = world
@@ -42,7 +43,7 @@ class _Checker:
         # fact rows grouped by predicate, computed once (every check asks by predicate)
         order = np.argsort(np.where(self.valid, self.p, -1), kind="stable")
         bounds = np.searchsorted(np.where(self.valid, self.p, -1)[order], np.arange(len(PREDICATES) + 1))
-        self._by_pred = [order[bounds[i]:bounds[i + 1]] for i in range(len(PREDICATES))]
+        self._by_pred = [order[bounds[i] : bounds[i + 1]] for i in range(len(PREDICATES))]
         self.origin = np.full(self.n, NA_DATE, np.int64)
         self.death = np.full(self.n, NA_DATE, np.int64)
         for t, schema in ENTITY_TYPES.items():
@@ -58,9 +59,14 @@ class _Checker:
             self.extra[kind] += 1
             return
         f = self.w.facts
-        self.found[kind].append(Violation(
-            kind=kind, message=message, entities=tuple(self.ids[int(i)] for i in entities),
-            facts=tuple(int(f.id[i]) for i in facts)))
+        self.found[kind].append(
+            Violation(
+                kind=kind,
+                message=message,
+                entities=tuple(self.ids[int(i)] for i in entities),
+                facts=tuple(int(f.id[i]) for i in facts),
+            )
+        )
 
     def cap(self, kind: K, items) -> np.ndarray:
         """The first items that still fit under the per-kind limit; the rest are only counted."""
@@ -122,6 +128,7 @@ class _Checker:
     def rows_of(self, type_name: str) -> np.ndarray:
         return np.flatnonzero(self.tc == TYPE_CODE[type_name])
 
+
 def _d(day) -> str:
     return "…" if day == NA_DATE else from_days(day).isoformat()
 
@@ -130,8 +137,10 @@ def _d(day) -> str:
 # The checks. Each takes the checker and reports through ``c.add``.
 # =============================================================================================
 
+
 def ongoing_mask(r, start: np.ndarray) -> np.ndarray:
     return (start != NA_DATE) & (r.temporal and not r.instant)
+
 
 def _single(c: _Checker, name: str, n: int) -> np.ndarray:
     """Object row of a functional relation per subject row (-1 if none)."""
@@ -140,13 +149,16 @@ def _single(c: _Checker, name: str, n: int) -> np.ndarray:
     out[c.s[rows]] = c.o[rows]
     return out
 
+
 def _keyset(c: _Checker, rows: np.ndarray, flip: bool) -> set[tuple[int, int, int, int]]:
     f = c.w.facts
     s, o = (c.o[rows], c.s[rows]) if flip else (c.s[rows], c.o[rows])
     return set(zip(s.tolist(), o.tolist(), f.start[rows].tolist(), f.end[rows].tolist()))
 
+
 def _count_per_subject(c: _Checker, rows: np.ndarray) -> np.ndarray:
     return np.bincount(c.s[rows], minlength=c.n)
+
 
 def _values(c: _Checker, type_name: str, attr: str, kind: str) -> np.ndarray:
     f = c.w.facts

@@ -30,8 +30,11 @@ def check_names(c: _Checker) -> None:
         if len(rows) > 1:
             gs = {int(group[r]) for r in rows}
             if len(gs) != 1 or -1 in gs:
-                c.add(K.DUPLICATE_NAME, f"{len(rows)} {TYPE_NAMES[t]} entities are named {n!r} "
-                      "without being recorded as namesakes", rows[:8])
+                c.add(
+                    K.DUPLICATE_NAME,
+                    f"{len(rows)} {TYPE_NAMES[t]} entities are named {n!r} without being recorded as namesakes",
+                    rows[:8],
+                )
     # namesake records: a group is a set of >= 2 same-type entities sharing one name,
     # identified by the local index of one of its members
     members: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -41,8 +44,12 @@ def check_names(c: _Checker) -> None:
     for (t, g), rows in members.items():
         names_in = {names[r] for r in rows}
         if len(rows) < 2 or len(names_in) != 1 or not any(int(local[r]) == g for r in rows):
-            c.add(K.NAMESAKE_RECORD, f"namesake group {g} of {TYPE_NAMES[t]} is not a set of >= 2 "
-                  f"entities sharing one name (members: {len(rows)}, names: {sorted(names_in)[:3]})", rows[:8])
+            c.add(
+                K.NAMESAKE_RECORD,
+                f"namesake group {g} of {TYPE_NAMES[t]} is not a set of >= 2 "
+                f"entities sharing one name (members: {len(rows)}, names: {sorted(names_in)[:3]})",
+                rows[:8],
+            )
     # gazetteer: invented names (and word aliases) of places and organisations
     gaz = real_place_names()
     invented = np.isin(c.tc, [TYPE_CODE[t] for t in INVENTED_NAME_TYPES])
@@ -59,6 +66,7 @@ def check_names(c: _Checker) -> None:
         if normalize(names[i]) in famous:
             c.add(K.FAMOUS_NAME, f"{c.ids[i]} is named {names[i]!r}, a famous real person", (i,))
 
+
 def check_unique_values(c: _Checker) -> None:
     f = c.w.facts
     for a in sorted({a.name for s in ENTITY_TYPES.values() for a in s.attributes if a.unique}):
@@ -69,7 +77,11 @@ def check_unique_values(c: _Checker) -> None:
             if v is None:
                 continue
             if v in seen:
-                c.add(K.UNIQUE_VALUE, f"{c.ids[c.s[r]]} and {c.ids[c.s[seen[v]]]} share {a} {v!r}",
-                      (c.s[r], c.s[seen[v]]), (seen[v], r))
+                c.add(
+                    K.UNIQUE_VALUE,
+                    f"{c.ids[c.s[r]]} and {c.ids[c.s[seen[v]]]} share {a} {v!r}",
+                    (c.s[r], c.s[seen[v]]),
+                    (seen[v], r),
+                )
             else:
                 seen[v] = r

@@ -33,17 +33,25 @@ def check_containment(c: _Checker) -> None:
     country[c.rows_of("country")] = c.rows_of("country")
     for r in c.rel("capital").tolist():
         if country[c.o[r]] != c.s[r]:
-            c.add(K.CONTAINMENT, f"{c.describe(r)}: the capital lies in {c.ids[country[c.o[r]]] if country[c.o[r]] >= 0 else 'no country'}",
-                  c._ends(r), (r,))
+            c.add(
+                K.CONTAINMENT,
+                f"{c.describe(r)}: the capital lies in {c.ids[country[c.o[r]]] if country[c.o[r]] >= 0 else 'no country'}",
+                c._ends(r),
+                (r,),
+            )
     # every city must reach a country through a region, every region a country
     for t in ("city", "region"):
         rows = c.rows_of(t)
         lost = rows[(country[rows] < 0) | (c.tc[np.maximum(country[rows], 0)] != TYPE_CODE["country"])]
         lost = lost[parent[lost] >= 0]  # a missing parent is reported as missing_value
         for e in c.cap(K.CONTAINMENT, lost).tolist():
-            c.add(K.CONTAINMENT, f"{c.ids[e]} ({t}) does not nest into a country through "
-                  f"{'a region' if t == 'city' else 'located_in'}", (e,))
+            c.add(
+                K.CONTAINMENT,
+                f"{c.ids[e]} ({t}) does not nest into a country through {'a region' if t == 'city' else 'located_in'}",
+                (e,),
+            )
     c.country_of_place = country
+
 
 def check_symmetry_inverse(c: _Checker) -> None:
     for name, r in RELATIONS.items():
@@ -51,16 +59,34 @@ def check_symmetry_inverse(c: _Checker) -> None:
         if r.symmetric:
             mirror = _keyset(c, rows, flip=True)
             mine = _keyset(c, rows, flip=False)
-            miss = [row for row, key in zip(rows.tolist(), zip(c.s[rows].tolist(), c.o[rows].tolist(),
-                    c.w.facts.start[rows].tolist(), c.w.facts.end[rows].tolist())) if key not in mirror]
+            miss = [
+                row
+                for row, key in zip(
+                    rows.tolist(),
+                    zip(
+                        c.s[rows].tolist(),
+                        c.o[rows].tolist(),
+                        c.w.facts.start[rows].tolist(),
+                        c.w.facts.end[rows].tolist(),
+                    ),
+                )
+                if key not in mirror
+            ]
             del mine
             c.add_facts(K.SYMMETRY, np.array(miss, np.int64), f"{name} is symmetric but the mirrored fact is missing")
         if r.inverse:
             inv = set(_keyset(c, c.rel(r.inverse), flip=True))
             f = c.w.facts
-            miss = [row for row, key in zip(rows.tolist(), zip(c.s[rows].tolist(), c.o[rows].tolist(),
-                    f.start[rows].tolist(), f.end[rows].tolist())) if key not in inv]
+            miss = [
+                row
+                for row, key in zip(
+                    rows.tolist(),
+                    zip(c.s[rows].tolist(), c.o[rows].tolist(), f.start[rows].tolist(), f.end[rows].tolist()),
+                )
+                if key not in inv
+            ]
             c.add_facts(K.INVERSE, np.array(miss, np.int64), f"no matching {r.inverse} fact")
+
 
 def check_cycles(c: _Checker) -> None:
     import networkx as nx
@@ -86,8 +112,13 @@ def check_cycles(c: _Checker) -> None:
         for comp in nx.strongly_connected_components(g):
             if len(comp) > 1:
                 members = sorted(comp)
-                c.add(K.CYCLE, f"{name} forms a cycle through {', '.join(c.ids[m] for m in members[:8])}"
-                      + (" …" if len(members) > 8 else ""), members[:8])
+                c.add(
+                    K.CYCLE,
+                    f"{name} forms a cycle through {', '.join(c.ids[m] for m in members[:8])}"
+                    + (" …" if len(members) > 8 else ""),
+                    members[:8],
+                )
+
 
 def check_ranges(c: _Checker) -> None:
     f = c.w.facts
@@ -109,6 +140,7 @@ def check_ranges(c: _Checker) -> None:
             unit = f" {a.unit}" if a.unit else ""
             c.add_facts(K.RANGE, rows[~ok], f"{t}.{a.name} outside the realistic range {a.lo:g}–{a.hi:g}{unit}")
 
+
 def check_quantities(c: _Checker) -> None:
     parent = _single(c, "located_in", c.n)
     for attr, kind in (("population", "int"), ("area_km2", "float")):
@@ -126,8 +158,12 @@ def check_quantities(c: _Checker) -> None:
             bad = ps[(np.abs(pv[ps] - total[ps]) > tol) if exact else (pv[ps] + tol < total[ps])]
             rel = "equal" if exact else "be at least"
             for e in c.cap(K.QUANTITY_AGREEMENT, bad).tolist():
-                c.add(K.QUANTITY_AGREEMENT, f"{c.ids[e]} {attr} {pv[e]:,.1f} should {rel} the sum over its "
-                      f"{child_t} entities ({total[e]:,.1f})", (e,))
+                c.add(
+                    K.QUANTITY_AGREEMENT,
+                    f"{c.ids[e]} {attr} {pv[e]:,.1f} should {rel} the sum over its "
+                    f"{child_t} entities ({total[e]:,.1f})",
+                    (e,),
+                )
     for t, num, den, lo, hi, what in (
         ("company", "revenue_usd", "employees", 10_000, 5_000_000, "revenue per employee (USD)"),
         ("album", "runtime_min", "track_count", 1, 15, "minutes per track"),
@@ -150,6 +186,7 @@ def check_quantities(c: _Checker) -> None:
     for e in c.cap(K.QUANTITY_AGREEMENT, long).tolist():
         c.add(K.QUANTITY_AGREEMENT, f"{c.ids[e]} lasts {end[e] - start[e]} days; events last at most two months", (e,))
 
+
 def check_consistency(c: _Checker) -> None:
     f = c.w.facts
     # a chief executive works for the company for the whole term
@@ -158,8 +195,10 @@ def check_consistency(c: _Checker) -> None:
         jobs[(c.s[r], c.o[r])].append((int(f.start[r]), int(f.end[r])))
     for r in c.rel("ceo_of").tolist():
         s0, e0 = int(f.start[r]), int(f.end[r])
-        covered = any((js == NA_DATE or s0 == NA_DATE or js <= s0) and (je == NA_DATE or (e0 != NA_DATE and je >= e0))
-                      for js, je in jobs.get((c.s[r], c.o[r]), ()))
+        covered = any(
+            (js == NA_DATE or s0 == NA_DATE or js <= s0) and (je == NA_DATE or (e0 != NA_DATE and je >= e0))
+            for js, je in jobs.get((c.s[r], c.o[r]), ())
+        )
         if not covered:
             c.add(K.CONSISTENCY, f"{c.describe(r)}: no works_for fact covers the term", c._ends(r), (r,))
     # an acquisition makes the company a subsidiary from that date
@@ -181,8 +220,12 @@ def check_consistency(c: _Checker) -> None:
         for r in c.rel("citizen_of").tolist():
             b = born[c.s[r]]
             if b >= 0 and country[b] >= 0 and country[b] != c.o[r]:
-                c.add(K.CONSISTENCY, f"{c.describe(r)}: born in {c.ids[b]}, which lies in {c.ids[country[b]]}",
-                      c._ends(r), (r,))
+                c.add(
+                    K.CONSISTENCY,
+                    f"{c.describe(r)}: born in {c.ids[b]}, which lies in {c.ids[country[b]]}",
+                    c._ends(r),
+                    (r,),
+                )
     # only the dead have a place of death
     died = c.rel("died_in")
     bad = died[c.death[c.s[died]] == NA_DATE]

@@ -24,8 +24,14 @@ def check_references(c: _Checker) -> None:
     bad = np.flatnonzero(~c.ok_ref)
     f = c.w.facts
     for r in c.cap(K.DANGLING_REFERENCE, bad).tolist():
-        c.add(K.DANGLING_REFERENCE, f"fact {int(f.id[r])} refers to a missing entity "
-              f"(subject row {int(f.subject[r])}, object row {int(f.object[r])})", (), (r,))
+        c.add(
+            K.DANGLING_REFERENCE,
+            f"fact {int(f.id[r])} refers to a missing entity "
+            f"(subject row {int(f.subject[r])}, object row {int(f.object[r])})",
+            (),
+            (r,),
+        )
+
 
 def check_predicates(c: _Checker) -> None:
     spec = c.w.spec
@@ -44,6 +50,7 @@ def check_predicates(c: _Checker) -> None:
         for a in set(spec.types[t].exclude_attributes):
             c.add_facts(K.UNKNOWN_PREDICATE, c.attr(a, t), f"attribute {a!r} is excluded by the spec")
 
+
 def check_domain_range(c: _Checker) -> None:
     for name, spec in RELATIONS.items():
         code = PREDICATE_CODE[name]
@@ -55,13 +62,17 @@ def check_domain_range(c: _Checker) -> None:
         for s, o in spec.pairs:
             allowed[TYPE_CODE[s], TYPE_CODE[o]] = True
         bad = rows[~allowed[c.tc[c.s[rows]], c.tc[c.o[rows]]]]
-        c.add_facts(K.DOMAIN_RANGE, bad, f"{name} does not link these entity types "
-                    f"(allowed: {', '.join(f'{s}->{o}' for s, o in spec.pairs)})")
+        c.add_facts(
+            K.DOMAIN_RANGE,
+            bad,
+            f"{name} does not link these entity types (allowed: {', '.join(f'{s}->{o}' for s, o in spec.pairs)})",
+        )
     for a in {a.name for s in ENTITY_TYPES.values() for a in s.attributes}:
         rows = np.flatnonzero(c.valid & (c.p == PREDICATE_CODE[a]))
         has = np.array([any(x.name == a for x in ENTITY_TYPES[t].attributes) for t in TYPE_NAMES])
         bad = rows[~has[c.tc[c.s[rows]]]]
         c.add_facts(K.DOMAIN_RANGE, bad, f"this entity type has no attribute {a!r}")
+
 
 def check_attribute_types(c: _Checker) -> None:
     f = c.w.facts
@@ -95,6 +106,7 @@ def check_attribute_types(c: _Checker) -> None:
                 bad = [r for r in good.tolist() if not isinstance(f.v_text[r], str) or not f.v_text[r].strip()]
                 c.add_facts(K.ATTRIBUTE_TYPE, np.array(bad, np.int64), "empty text")
 
+
 def _isbn13_ok(s) -> bool:
     if not isinstance(s, str):
         return False
@@ -102,6 +114,7 @@ def _isbn13_ok(s) -> bool:
     if len(d) != 13 or not d.isdigit():
         return False
     return sum(int(x) * (1 if i % 2 == 0 else 3) for i, x in enumerate(d)) % 10 == 0
+
 
 def check_missing_and_cardinality(c: _Checker) -> None:
     spec = c.w.spec
@@ -132,8 +145,13 @@ def check_missing_and_cardinality(c: _Checker) -> None:
                     c.add(K.MISSING_VALUE, f"{c.ids[e]} has no {name}", (e,))
             if r.functional:
                 for e in c.cap(K.CARDINALITY, ents[cnt[ents] > 1]).tolist():
-                    c.add(K.CARDINALITY, f"{c.ids[e]} has {cnt[e]} {name} facts; at most one allowed",
-                          (e,), rows[c.s[rows] == e])
+                    c.add(
+                        K.CARDINALITY,
+                        f"{c.ids[e]} has {cnt[e]} {name} facts; at most one allowed",
+                        (e,),
+                        rows[c.s[rows] == e],
+                    )
+
 
 def check_duplicate_facts(c: _Checker) -> None:
     f = c.w.facts
@@ -158,6 +176,7 @@ def check_duplicate_facts(c: _Checker) -> None:
         same = same and (fa == fb or (np.isnan(fa) and np.isnan(fb))) and f.v_text[a] == f.v_text[b]
         if same:
             c.add(K.DUPLICATE_FACT, f"{c.describe(b)} repeats fact {int(f.id[a])}", c._ends(b), (a, b))
+
 
 def check_self_reference(c: _Checker) -> None:
     rows = np.flatnonzero(c.valid & (c.o >= 0) & (c.s == c.o))

@@ -38,8 +38,13 @@ def check_overlaps(c: _Checker) -> None:
         clash = np.flatnonzero(same & (st < np.r_[0, run_end[:-1]]))
         who = "subject" if r.exclusive == "subject" else "object"
         for i in c.cap(K.OVERLAP, clash).tolist():
-            c.add(K.OVERLAP, f"{c.describe(rr[i])} overlaps {c.describe(rr[i - 1])}: one {name} per {who} at a time",
-                  c._ends(rr[i]), (rr[i - 1], rr[i]))
+            c.add(
+                K.OVERLAP,
+                f"{c.describe(rr[i])} overlaps {c.describe(rr[i - 1])}: one {name} per {who} at a time",
+                c._ends(rr[i]),
+                (rr[i - 1], rr[i]),
+            )
+
 
 def check_interval_order(c: _Checker) -> None:
     f = c.w.facts
@@ -55,12 +60,14 @@ def check_interval_order(c: _Checker) -> None:
         for e in c.cap(K.INTERVAL_ORDER, bad).tolist():
             c.add(K.INTERVAL_ORDER, f"{c.ids[e]}: {b} {_d(second[e])} is before {a} {_d(first[e])}", (e,))
 
+
 def check_future(c: _Checker) -> None:
     f = c.w.facts
     for col in ("v_date", "start", "end"):
         arr = getattr(f, col)
         bad = np.flatnonzero(c.valid & (arr != NA_DATE) & (arr > c.present))
         c.add_facts(K.FUTURE_DATE, bad, f"{col} is after the world's present {c.w.spec.present}")
+
 
 def check_lifespans(c: _Checker) -> None:
     """Both ends of a relation exist at its time: founded / born (and old enough), not dead."""
@@ -82,12 +89,20 @@ def check_lifespans(c: _Checker) -> None:
             early = known & (org != NA_DATE) & (when < need)
             for i in c.cap(K.LIFESPAN, np.flatnonzero(early)).tolist():
                 age = " (too young)" if is_person[i] and when[i] >= org[i] else " (before it existed)"
-                c.add(K.LIFESPAN, f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} at {_d(when[i])}{age}",
-                      c._ends(rows[i]), (rows[i],))
+                c.add(
+                    K.LIFESPAN,
+                    f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} at {_d(when[i])}{age}",
+                    c._ends(rows[i]),
+                    (rows[i],),
+                )
             death = c.death[ends]
             last = np.where(f.end[rows] != NA_DATE, f.end[rows], np.where(ongoing_mask(r, start), c.present, when))
             ongoing = (start != NA_DATE) & (f.end[rows] == NA_DATE) & (r.temporal and not r.instant)
             dead = (death != NA_DATE) & known & ((when > death) | (last > death) | ongoing)
             for i in c.cap(K.LIFESPAN, np.flatnonzero(dead)).tolist():
-                c.add(K.LIFESPAN, f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} died {_d(death[i])}",
-                      c._ends(rows[i]), (rows[i],))
+                c.add(
+                    K.LIFESPAN,
+                    f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} died {_d(death[i])}",
+                    c._ends(rows[i]),
+                    (rows[i],),
+                )
