@@ -333,6 +333,13 @@ def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4
     raise RuntimeError("could not invent gazetteer-free words")
 
 
+def is_real_place(name: str) -> bool:
+    """True if ``name`` (normalised: case, accents, spaces) is in the real gazetteer."""
+    from fictionworld.gazetteer import normalize, real_place_names
+
+    return normalize(name) in real_place_names()
+
+
 def join_suffix(stem: str, suffix: str) -> str:
     """Glue a suffix to a stem, dropping a doubled vowel at the seam."""
     if stem and suffix and stem[-1] in "aeiouy" and suffix[0] in "aeiouy":

@@ -10,6 +10,7 @@ from generators import vocab
 from generators.base import (
     GenContext,
     clean_stems,
+    is_real_place,
     pick_founded_before,
     register,
     sample_dates,
@@ -53,7 +54,7 @@ def generate_awards(ctx: GenContext) -> None:
             out.append(pats[int(x * 100) % len(pats)].format(s=st, n=vocab.NOUNS[j]))
         return out
 
-    ctx.set_names("award", unique_names(candidates, n), culture=_culture_names(culture))
+    ctx.set_names("award", unique_names(candidates, n, reject=is_real_place), culture=_culture_names(culture))
     ctx.set_attr("award", "established", established)
     ctx.set_attr("award", "field", np.array(AWARD_FIELDS, dtype=object)[field])
 

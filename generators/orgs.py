@@ -12,6 +12,7 @@ from generators.base import (
     AlivePicker,
     GenContext,
     clean_stems,
+    is_real_place,
     pick_founded_before,
     register,
     sample_dates,
@@ -71,7 +72,8 @@ def org_names(ctx: GenContext, key: str, culture: np.ndarray, build) -> tuple[li
             for a, b, u, slot in zip(s.tolist(), t.tolist(), rng.random(len(slots)).tolist(), slots.tolist())
         ]
 
-    return unique_names(candidates, len(culture)), stems
+    # the stems are clean, but a whole name can still spell a real place ("Gubad AG" ~ Gubadag)
+    return unique_names(candidates, len(culture), reject=is_real_place), stems
 
 
 def _pattern(patterns: tuple[str, ...], u: float, **kw: str) -> str:

@@ -11,6 +11,7 @@ import fictionworld as fw
 @example(seed=0, entities=6_000)
 @example(seed=2**62 + 7, entities=12_000)
 @example(seed=99, entities=50)
+@example(seed=7, entities=20_000)  # the README's world; once named a company "Gubad AG" (~ Gubadag)
 def test_generated_worlds_validate_clean(seed, entities):
     world = fw.generate(seed=seed, entities=entities)
     assert fw.check_world(world) == []
