@@ -40,7 +40,8 @@ class AttributeSpec:
     dtype: DType
     unit: str | None = None
     required: bool = False
-    lo: float | None = None  # realistic range (inclusive); dates as ISO years
+    lo: float | None = None  # realistic range (inclusive); dates as years, and a date
+    #                            without ``hi`` may run up to the world's present
     hi: float | None = None
     unique: bool = False  # no two entities share the value (websites, ISBNs)
     categories: tuple[str, ...] = ()
@@ -239,7 +240,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             (
                 A("population", I, required=True, lo=10_000, hi=2_000_000_000, **POP),
                 A("area_km2", F, unit="km2", required=True, lo=50, hi=20_000_000),
-                A("established", D, required=True, lo=1200, hi=2025),
+                A("established", D, required=True, lo=1200),
             ),
             origin="established",
             invented_names=True,
@@ -267,8 +268,8 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "person",
             "person",
             (
-                A("birth_date", D, required=True, lo=1850, hi=2025),
-                A("death_date", D, lo=1850, hi=2025),
+                A("birth_date", D, required=True, lo=1850),
+                A("death_date", D, lo=1850),
                 A("gender", C, required=True, categories=GENDERS),
                 A("occupation", C, required=True, categories=OCCUPATIONS),
                 A("height_cm", I, unit="cm", lo=140, hi=215),
@@ -280,7 +281,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "company",
             "organisation",
             (
-                A("founded", D, required=True, lo=1800, hi=2025),
+                A("founded", D, required=True, lo=1800),
                 A("industry", C, required=True, categories=INDUSTRIES),
                 A("employees", I, required=True, lo=1, hi=600_000, **POP),
                 A("revenue_usd", I, unit="USD", lo=10_000, hi=600_000_000_000),
@@ -293,7 +294,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "university",
             "organisation",
             (
-                A("founded", D, required=True, lo=1100, hi=2025),
+                A("founded", D, required=True, lo=1100),
                 A("students", I, required=True, lo=100, hi=150_000, unit="students"),
                 A("kind", C, required=True, categories=UNIVERSITY_KINDS),
                 A("website", U, unique=True),
@@ -305,7 +306,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "publisher",
             "organisation",
             (
-                A("founded", D, required=True, lo=1700, hi=2025),
+                A("founded", D, required=True, lo=1700),
                 A("employees", I, lo=2, hi=20_000, **POP),
                 A("website", U, unique=True),
             ),
@@ -316,7 +317,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "book",
             "work",
             (
-                A("publication_date", D, required=True, lo=1850, hi=2025),
+                A("publication_date", D, required=True, lo=1850),
                 A("page_count", I, required=True, unit="pages", lo=24, hi=1_600),
                 A("genre", C, required=True, categories=BOOK_GENRES),
                 A("isbn", T, unique=True),
@@ -327,7 +328,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "film",
             "work",
             (
-                A("release_date", D, required=True, lo=1900, hi=2025),
+                A("release_date", D, required=True, lo=1900),
                 A("runtime_min", I, required=True, unit="min", lo=40, hi=240),
                 A("genre", C, required=True, categories=FILM_GENRES),
                 A("box_office_usd", I, unit="USD", lo=1_000, hi=3_000_000_000),
@@ -338,7 +339,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "album",
             "work",
             (
-                A("release_date", D, required=True, lo=1920, hi=2025),
+                A("release_date", D, required=True, lo=1920),
                 A("runtime_min", I, required=True, unit="min", lo=15, hi=120),
                 A("genre", C, required=True, categories=MUSIC_GENRES),
                 A("track_count", I, unit="tracks", lo=3, hi=40),
@@ -349,7 +350,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "product",
             "work",
             (
-                A("launch_date", D, required=True, lo=1900, hi=2025),
+                A("launch_date", D, required=True, lo=1900),
                 A("category", C, required=True, categories=PRODUCT_CATEGORIES),
                 A("price_usd", F, unit="USD", lo=1, hi=500_000),
             ),
@@ -359,7 +360,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "award",
             "award",
             (
-                A("established", D, required=True, lo=1850, hi=2025),
+                A("established", D, required=True, lo=1850),
                 A("field", C, required=True, categories=AWARD_FIELDS),
             ),
             origin="established",
@@ -369,8 +370,8 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "event",
             "event",
             (
-                A("start_date", D, required=True, lo=1900, hi=2025),
-                A("end_date", D, required=True, lo=1900, hi=2025),
+                A("start_date", D, required=True, lo=1900),
+                A("end_date", D, required=True, lo=1900),
                 A("kind", C, required=True, categories=EVENT_KINDS),
                 A("attendance", I, lo=20, hi=3_000_000, **POP),
             ),
@@ -380,7 +381,7 @@ ENTITY_TYPES: dict[str, EntityTypeSchema] = {
             "sports_team",
             "organisation",
             (
-                A("founded", D, required=True, lo=1850, hi=2025),
+                A("founded", D, required=True, lo=1850),
                 A("sport", C, required=True, categories=SPORTS),
                 A("stadium_capacity", I, unit="seats", lo=500, hi=120_000),
                 A("website", U, unique=True),

@@ -204,7 +204,8 @@ def generate_universities(ctx: GenContext) -> None:
     ctx.source = "universities-v0"
     n, present = ctx.counts["university"], ctx.present
     r = ctx.rng("university/attributes")
-    founded = (year_start(1150) + np.floor(r.beta(2.5, 1.2, n) * (year_end(2005) - year_start(1150)))).astype(np.int32)
+    hi = min(year_end(2005), present - int(years(5)))
+    founded = (year_start(1150) + np.floor(r.beta(2.5, 1.2, n) * (hi - year_start(1150)))).astype(np.int32)
     city = weighted_choice(ctx.rng("university/located_in"), ctx["city"].extra["weight"], n)
     kind = r.integers(len(UNIVERSITY_KINDS), size=n)
     students = np.exp(r.normal(np.log(9_000), 0.9, n)).clip(300, 120_000).astype(np.int64)
@@ -257,7 +258,8 @@ def generate_publishers(ctx: GenContext) -> None:
     ctx.source = "publishers-v0"
     n = ctx.counts["publisher"]
     r = ctx.rng("publisher/attributes")
-    founded = (year_start(1750) + np.floor(r.beta(2.0, 1.3, n) * (year_end(2015) - year_start(1750)))).astype(np.int32)
+    hi = min(year_end(2015), ctx.present - int(years(1)))
+    founded = (year_start(1750) + np.floor(r.beta(2.0, 1.3, n) * (hi - year_start(1750)))).astype(np.int32)
     hq = weighted_choice(ctx.rng("publisher/headquartered_in"), ctx["city"].extra["weight"], n)
     employees = np.exp(r.normal(np.log(40), 1.2, n)).clip(2, 15_000).astype(np.int64)
 
@@ -280,7 +282,7 @@ def generate_sports_teams(ctx: GenContext) -> None:
     ctx.source = "sports-teams-v0"
     n, present = ctx.counts["sports_team"], ctx.present
     r = ctx.rng("sports_team/attributes")
-    founded = sample_dates(r, n, year_start(1870), year_end(2015), recent_bias=1.3)
+    founded = sample_dates(r, n, year_start(1870), min(year_end(2015), present - int(years(1))), recent_bias=1.3)
     sport = r.integers(len(SPORTS), size=n)
     capacity = np.exp(r.normal(np.log(12_000), 0.9, n)).clip(800, 100_000).astype(np.int64)
     city = weighted_choice(ctx.rng("based_in"), ctx["city"].extra["weight"], n)

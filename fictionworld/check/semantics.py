@@ -129,7 +129,8 @@ def check_ranges(c: _Checker) -> None:
             rows = c.attr(a.name, t)
             if a.dtype == DType.DATE:
                 v = f.v_date[rows].astype(np.int64)
-                lo, hi = year_start(int(a.lo)), year_end(int(a.hi))
+                lo = year_start(int(a.lo))
+                hi = year_end(int(a.hi)) if a.hi is not None else c.present
                 ok = (v == NA_DATE) | ((v >= lo) & (v <= hi))
             elif a.dtype == DType.INT:
                 v = f.v_int[rows]
@@ -138,7 +139,8 @@ def check_ranges(c: _Checker) -> None:
                 v = f.v_float[rows]
                 ok = np.isnan(v) | ((v >= a.lo) & (v <= a.hi))
             unit = f" {a.unit}" if a.unit else ""
-            c.add_facts(K.RANGE, rows[~ok], f"{t}.{a.name} outside the realistic range {a.lo:g}–{a.hi:g}{unit}")
+            top = f"{a.hi:g}" if a.hi is not None else "present"
+            c.add_facts(K.RANGE, rows[~ok], f"{t}.{a.name} outside the realistic range {a.lo:g}–{top}{unit}")
 
 
 def check_quantities(c: _Checker) -> None:
