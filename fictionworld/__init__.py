@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from fictionworld.check import check_world
+from fictionworld.determinism import check_determinism
 from fictionworld.records import Entity, Fact, Violation, ViolationKind
 from fictionworld.spec import EntityTypeConfig, WorldSpec, default_spec
 from fictionworld.storage import WorldFormatError, load_world
@@ -17,6 +18,7 @@ from fictionworld.world import FORMAT, World
 __all__ = [
     "generate",
     "check_world",
+    "check_determinism",
     "World",
     "WorldSpec",
     "EntityTypeConfig",

@@ -249,27 +249,35 @@ def load_world(path: str | Path, *, verify: bool = True) -> World:
 def _entities_from(t: pa.Table, path: Path) -> EntityTable:
     file = f"{path}/entities.parquet"
     type_code = _codes(t.column("type"), list(TYPE_NAMES), "entity type", file).astype(np.int16)
-    ids = t.column("id").to_pylist()
-    local = np.empty(len(ids), np.int32)
-    for i, (x, tc) in enumerate(zip(ids, type_code.tolist())):
-        head, _, num = (x or "").partition(":")
-        if head != TYPE_NAMES[tc] or not num.isdigit():
-            raise WorldFormatError(f"{file}: malformed entity id {x!r} for type {TYPE_NAMES[tc]}")
-        local[i] = int(num)
-    names = t.column("name")
-    if names.null_count:
+    id_col = t.column("id")
+    parts = pc.extract_regex(id_col, r"^(?P<t>[a-z_]+):(?P<n>[0-9]{1,9})$")
+    if parts.null_count:
+        bad = pc.filter(id_col, pc.is_null(parts))[0].as_py()
+        raise WorldFormatError(f"{file}: malformed entity id {bad!r}")
+    id_type = _codes(pc.struct_field(parts, "t"), list(TYPE_NAMES), "entity type in id", file)
+    if not np.array_equal(id_type, type_code):
+        k = int(np.flatnonzero(id_type != type_code)[0])
+        raise WorldFormatError(
+            f"{file}: entity id {id_col[k].as_py()!r} does not match its type {TYPE_NAMES[type_code[k]]}"
+        )
+    local = pc.cast(pc.struct_field(parts, "n"), pa.int32()).to_numpy(zero_copy_only=False)
+    if t.column("name").null_count:
         raise WorldFormatError(f"{file}: entity without a name")
-    aliases = np.empty(len(ids), dtype=object)
-    aliases[:] = [tuple(a or ()) for a in t.column("aliases").to_pylist()]
-    culture = np.empty(len(ids), dtype=object)
-    culture[:] = [c or "" for c in t.column("culture").to_pylist()]
-    group = t.column("namesake_group").to_numpy(zero_copy_only=False)
-    group = np.where(np.isnan(group), -1, group).astype(np.int32) if group.dtype.kind == "f" else group.astype(np.int32)
-    name = np.empty(len(ids), dtype=object)
-    name[:] = names.to_pylist()
-    return EntityTable(
-        type_code=type_code, local=local, name=name, aliases=aliases, culture=culture, namesake_group=group
+    aliases = np.empty(t.num_rows, dtype=object)
+    aliases[:] = [tuple(a) if a else () for a in t.column("aliases").to_pylist()]
+    culture = t.column("culture").cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False).astype(object)
+    group = t.column("namesake_group").fill_null(-1).to_numpy().astype(np.int32)
+    name = t.column("name").to_numpy(zero_copy_only=False).astype(object)
+    table = EntityTable(
+        type_code=type_code,
+        local=local.astype(np.int32),
+        name=name,
+        aliases=aliases,
+        culture=culture,
+        namesake_group=group,
     )
+    table.__dict__["ids"] = id_col.to_numpy(zero_copy_only=False).astype(object)  # prime the cached ids
+    return table
 
 
 def _int_col(t: pa.Table, name: str, na, dtype) -> np.ndarray:

@@ -89,7 +89,9 @@ def generate_places(ctx: GenContext) -> None:
         "country", "population", np.bincount(region_country, weights=reg_pop, minlength=nc).round().astype(np.int64)
     )
     ctx.set_attr("country", "area_km2", np.round(np.bincount(region_country, weights=reg_area, minlength=nc), 1))
-    ctx.set_attr("country", "established", sample_dates(r, nc, year_start(1300), min(year_end(1995), ctx.present - 3653)))
+    ctx.set_attr(
+        "country", "established", sample_dates(r, nc, year_start(1300), min(year_end(1995), ctx.present - 3653))
+    )
 
     # capital = most populous city of each country (ties: lowest index)
     order = np.lexsort((np.arange(ny), -pop, city_country))

@@ -204,3 +204,7 @@ print(fw.generate(seed=3, entities=700).world_hash)
 """
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == here
+
+
+def test_check_determinism_api():
+    assert fw.check_determinism(seed=21, entities=500) == []
