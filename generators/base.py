@@ -309,7 +309,7 @@ def unique_names(
 def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4) -> np.ndarray:
     """One invented word per entry of ``cultures`` (indices into CULTURES), none of them a real
     place name (gazetteer) and none shorter than ``min_len``."""
-    from fictionworld.gazetteer import normalize, real_place_names
+    from fictionworld.gazetteer import normalize_many, real_place_names
     from generators.morphology import CULTURES, invent_words, pronounceable
 
     gaz = real_place_names()
@@ -322,12 +322,10 @@ def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4
         for c in np.unique(cultures[todo]).tolist():
             idx = todo[cultures[todo] == c]
             out[idx] = invent_words(CULTURES[c], len(idx), rng)
+        words = out[todo].tolist()
+        keys = normalize_many(words)
         todo = np.array(
-            [
-                i
-                for i in todo.tolist()
-                if len(out[i]) < min_len or not pronounceable(out[i]) or normalize(out[i]) in gaz
-            ],
+            [i for i, w, k in zip(todo.tolist(), words, keys) if len(w) < min_len or k in gaz or not pronounceable(w)],
             np.int64,
         )
     raise RuntimeError("could not invent gazetteer-free words")

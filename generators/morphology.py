@@ -161,7 +161,9 @@ def invent_words(culture: Culture, n: int, rng: np.random.Generator) -> list[str
     last_onset = on[rng.integers(len(on), size=n)]
     ending = fi[rng.integers(len(fi), size=n)]
     words = first + np.where(three, middle, "") + last_onset + ending
-    return [_TRIPLE.sub(r"\1\1", w).capitalize() for w in words.tolist()]
+    # one regex pass over all words at once ("." never matches the newline separators)
+    tidy = _TRIPLE.sub(r"\1\1", "\n".join(words.tolist())).split("\n")
+    return [w.capitalize() for w in tidy]
 
 
 def _given_name_tables(locale: str) -> tuple[list[str], list[str]]:

@@ -58,6 +58,40 @@ def bounded_interval(
     return np.where(ongoing, NA, end).astype(np.int32)
 
 
+def successive_stints(
+    ctx: GenContext,
+    rng,
+    who: np.ndarray,
+    start: np.ndarray,
+    founded: np.ndarray,
+    *,
+    lead: int,
+    duration: tuple[float, float],
+    again: float,
+    gap: tuple[float, float],
+):
+    """Up to two non-overlapping stints per person (study, a playing career) at organisations
+    that existed when each stint began; a stint starts at least ``lead`` days before the
+    person's death / the present, lasts ``duration`` years, and a second one follows with
+    probability ``again`` after a ``gap`` in years. Returns (people, orgs, starts, ends)."""
+    p = ctx["person"].extra
+    death, life_end, present = p["death"], alive_to(ctx), ctx.present
+    subj, obj, starts, ends = [], [], [], []
+    for _stint in range(2):
+        ok = start + lead < np.minimum(life_end[who], present)
+        who, start = who[ok], start[ok]
+        org = pick_founded_before(rng, founded, start)
+        ok = org >= 0
+        who, start, org = who[ok], start[ok], org[ok]
+        end = bounded_interval(
+            start, start + years(rng.uniform(*duration, len(who))), life_end[who], death[who], present
+        )
+        subj.append(who), obj.append(org), starts.append(start), ends.append(end)
+        more = (end != NA) & (rng.random(len(who)) < again)
+        who, start = who[more], end[more].astype(np.int64) + years(rng.uniform(*gap, more.sum()))
+    return np.concatenate(subj), np.concatenate(obj), np.concatenate(starts), np.concatenate(ends)
+
+
 def org_names(ctx: GenContext, key: str, culture: np.ndarray, build) -> tuple[list[str], np.ndarray]:
     """Distinct names from invented stems (gazetteer-clean); returns names and their stems."""
     rng = ctx.rng(key)
@@ -228,29 +262,13 @@ def generate_universities(ctx: GenContext) -> None:
         return
     rs = ctx.rng("studied_at")
     p = ctx["person"].extra
-    birth, death, life_end = p["birth"].astype(np.int64), p["death"], alive_to(ctx)
+    birth = p["birth"].astype(np.int64)
     who = np.flatnonzero(rs.random(len(birth)) < 0.55)
     start = birth[who] + years(rs.uniform(17.5, 23, len(who)))
-    subj, obj, starts, ends = [], [], [], []
-    for _degree in range(2):
-        ok = start + years(1) < np.minimum(life_end[who], present)
-        who, start = who[ok], start[ok]
-        uni = pick_founded_before(rs, founded, start)
-        ok = uni >= 0
-        who, start, uni = who[ok], start[ok], uni[ok]
-        end = bounded_interval(start, start + years(rs.uniform(3, 6, len(who))), life_end[who], death[who], present)
-        subj.append(who), obj.append(uni), starts.append(start), ends.append(end)
-        more = (end != NA) & (rs.random(len(who)) < 0.15)
-        who, start = who[more], end[more].astype(np.int64) + years(rs.uniform(0.3, 4, more.sum()))
-    ctx.relate(
-        "studied_at",
-        "person",
-        np.concatenate(subj),
-        "university",
-        np.concatenate(obj),
-        start=np.concatenate(starts),
-        end=np.concatenate(ends),
+    subj, obj, starts, ends = successive_stints(
+        ctx, rs, who, start, founded, lead=int(years(1)), duration=(3, 6), again=0.15, gap=(0.3, 4)
     )
+    ctx.relate("studied_at", "person", subj, "university", obj, start=starts, end=ends)
 
 
 @register("publishers-v0", produces=("publisher",), after=("city",))
@@ -305,29 +323,13 @@ def generate_sports_teams(ctx: GenContext) -> None:
         return
     rm = ctx.rng("member_of")
     p = ctx["person"].extra
-    birth, death, life_end = p["birth"].astype(np.int64), p["death"], alive_to(ctx)
+    birth = p["birth"].astype(np.int64)
     who = np.flatnonzero(p["occupation"] == OCCUPATIONS.index("athlete"))
     start = birth[who] + years(rm.uniform(17, 26, len(who)))
-    subj, obj, starts, ends = [], [], [], []
-    for _stint in range(2):
-        ok = start + 30 < np.minimum(life_end[who], present)
-        who, start = who[ok], start[ok]
-        team = pick_founded_before(rm, founded, start)
-        ok = team >= 0
-        who, start, team = who[ok], start[ok], team[ok]
-        end = bounded_interval(start, start + years(rm.uniform(1, 10, len(who))), life_end[who], death[who], present)
-        subj.append(who), obj.append(team), starts.append(start), ends.append(end)
-        more = (end != NA) & (rm.random(len(who)) < 0.4)
-        who, start = who[more], end[more].astype(np.int64) + years(rm.uniform(0.0, 1.0, more.sum()))
-    ctx.relate(
-        "member_of",
-        "person",
-        np.concatenate(subj),
-        "sports_team",
-        np.concatenate(obj),
-        start=np.concatenate(starts),
-        end=np.concatenate(ends),
+    subj, obj, starts, ends = successive_stints(
+        ctx, rm, who, start, founded, lead=30, duration=(1, 10), again=0.4, gap=(0.0, 1.0)
     )
+    ctx.relate("member_of", "person", subj, "sports_team", obj, start=starts, end=ends)
 
 
 def _culture_names(codes: np.ndarray) -> np.ndarray:

@@ -208,3 +208,12 @@ print(fw.generate(seed=3, entities=700).world_hash)
 
 def test_check_determinism_api():
     assert fw.check_determinism(seed=21, entities=500) == []
+
+
+def test_batch_normalisation_matches_single():
+    from fictionworld.gazetteer import normalize_many
+
+    names = ["Gubad AG", "São Paulo", "O'Brien & Sons", "", "Tarsk-Vale 2", "Ærøskøbing"]
+    assert normalize_many(names) == [normalize(n) for n in names]
+    ascii_names = ["Gubad AG", "O'Brien & Sons", "x"]
+    assert normalize_many(ascii_names) == [normalize(n) for n in ascii_names]
