@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
 from fictionworld.check.base import (
     _Checker,
 )
-from fictionworld.gazetteer import famous_people, normalize, real_place_names
+from fictionworld.gazetteer import famous_people, normalize_many, real_place_names
 from fictionworld.records import ViolationKind as K
 from fictionworld.schema import (
     ENTITY_TYPES,
@@ -23,9 +23,13 @@ def check_names(c: _Checker) -> None:
     e = c.w.entities
     names = e.name.tolist()
     group = e.namesake_group
+    counts = Counter(zip(c.tc.tolist(), names))
+    dup_keys = {k for k, v in counts.items() if v > 1}
     by_key: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for i, (t, n) in enumerate(zip(c.tc.tolist(), names)):
-        by_key[(t, n)].append(i)
+    if dup_keys:
+        for i, key in enumerate(zip(c.tc.tolist(), names)):
+            if key in dup_keys:
+                by_key[key].append(i)
     for (t, n), rows in by_key.items():
         if len(rows) > 1:
             gs = {int(group[r]) for r in rows}
@@ -52,20 +56,25 @@ def check_names(c: _Checker) -> None:
             )
     # gazetteer: invented names (and word aliases) of places and organisations
     gaz = real_place_names()
-    invented = np.isin(c.tc, [TYPE_CODE[t] for t in INVENTED_NAME_TYPES])
+    invented = np.flatnonzero(np.isin(c.tc, [TYPE_CODE[t] for t in INVENTED_NAME_TYPES])).tolist()
     place = np.isin(c.tc, [TYPE_CODE[t] for t in PLACE_TYPES])
-    for i in np.flatnonzero(invented).tolist():
-        keys = [names[i]] + [a for a in e.aliases[i] if any(ch.islower() for ch in a)]
+    owner: list[int] = []
+    keys: list[str] = []
+    for i in invented:
+        for k in [names[i], *(a for a in e.aliases[i] if any(ch.islower() for ch in a))]:
+            owner.append(i), keys.append(k)
         if place[i]:
-            keys.append(names[i].split(" ")[0])
-        hit = next((k for k in keys if normalize(k) in gaz), None)
-        if hit is not None:
-            c.add(K.GAZETTEER_COLLISION, f"{c.ids[i]} {names[i]!r}: {hit!r} is a real place name", (i,))
+            owner.append(i), keys.append(names[i].split(" ")[0])
+    reported: set[int] = set()
+    for i, k, norm in zip(owner, keys, normalize_many(keys)):
+        if norm in gaz and i not in reported:
+            reported.add(i)
+            c.add(K.GAZETTEER_COLLISION, f"{c.ids[i]} {names[i]!r}: {k!r} is a real place name", (i,))
     famous = famous_people()
-    for i in c.rows_of("person").tolist():
-        if normalize(names[i]) in famous:
+    people = c.rows_of("person").tolist()
+    for i, norm in zip(people, normalize_many([names[i] for i in people])):
+        if norm in famous:
             c.add(K.FAMOUS_NAME, f"{c.ids[i]} is named {names[i]!r}, a famous real person", (i,))
-
 
 def check_unique_values(c: _Checker) -> None:
     f = c.w.facts
