@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from generators import events, orgs, people, places, works  # noqa: F401  (registration)
-from generators.base import GenContext, WorldGenerator, make, register, registered
+from generators.base import GenContext, WorldGenerator, apply_namesakes, make, register, registered
 
 __all__ = ["generate_world", "plan", "make", "register", "registered", "GenContext", "WorldGenerator"]
 
@@ -50,6 +50,9 @@ def generate_world(spec, seed: int, progress: Callable[[str], None] | None = Non
             if progress:
                 progress(g.id)
             g.run(ctx)
+        for t in ctx.types:
+            if t != "person":  # the people generator keeps namesakes out of families itself
+                apply_namesakes(ctx, t)
         _unique_websites(ctx)
         if progress:
             progress("assemble")

@@ -345,6 +345,30 @@ def join_suffix(stem: str, suffix: str) -> str:
     return stem + suffix
 
 
+def namesake_pairs(ctx: GenContext, t: str, eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Deliberate namesakes asked for by ``namesake_rate``: (copies, originals), local indices,
+    all distinct; each copy will carry its original's name, and both record the group."""
+    n = ctx.counts[t]
+    k = int(round(ctx.spec.types[t].namesake_rate * n))
+    if not k:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pool = np.arange(n) if eligible is None else np.asarray(eligible, np.int64)
+    k = min(k, len(pool) // 2)
+    pair = ctx.rng(f"{t}/namesakes").choice(pool, size=2 * k, replace=False)
+    return pair[:k], pair[k:]
+
+
+def apply_namesakes(ctx: GenContext, t: str) -> None:
+    """Namesakes for a type whose generator does not make its own (all but people)."""
+    copies, originals = namesake_pairs(ctx, t)
+    if len(copies):
+        d = ctx[t]
+        d.names[copies] = d.names[originals]
+        d.aliases[copies] = d.aliases[originals]
+        d.namesake_group[copies] = originals
+        d.namesake_group[originals] = originals
+
+
 def slug(name: str) -> str:
     import re
     import unicodedata

@@ -7,7 +7,16 @@ import numpy as np
 from fictionworld.dates import NA_DATE, year_end, year_start
 from fictionworld.gazetteer import famous_people, normalize
 from fictionworld.schema import GENDERS, OCCUPATIONS
-from generators.base import GenContext, join_suffix, register, sample_dates, unique_names, weighted_choice, years
+from generators.base import (
+    GenContext,
+    join_suffix,
+    namesake_pairs,
+    register,
+    sample_dates,
+    unique_names,
+    weighted_choice,
+    years,
+)
 from generators.morphology import CULTURES, given_names, invent_words
 
 SOURCE = "people-v0"
@@ -140,20 +149,13 @@ def generate_people(ctx: GenContext) -> None:
 
     # -- deliberate namesakes (recorded): people outside families take another's name --------
     group = np.full(n, -1, np.int32)
-    rate = ctx.spec.types["person"].namesake_rate
-    n_copy = int(round(rate * n))
-    if n_copy:
-        in_family = np.zeros(n, bool)
-        in_family[np.concatenate([a, b, child])] = True
-        free = np.flatnonzero(~in_family)
-        rs = ctx.rng("person/namesakes")
-        n_copy = min(n_copy, len(free) // 2)
-        pair = rs.choice(free, size=2 * n_copy, replace=False)
-        copies, originals = pair[:n_copy], pair[n_copy:]
-        names[copies] = names[originals]
-        female[copies] = female[originals]
-        group[copies] = originals
-        group[originals] = originals
+    in_family = np.zeros(n, bool)
+    in_family[np.concatenate([a, b, child])] = True
+    copies, originals = namesake_pairs(ctx, "person", np.flatnonzero(~in_family))
+    names[copies] = names[originals]
+    female[copies] = female[originals]  # a namesake's given name fits their recorded gender
+    group[copies] = originals
+    group[originals] = originals
 
     aliases = [(f"{x.split(' ')[0][0]}. {x.split(' ')[-1]}",) for x in names.tolist()]
     cult_names = np.array([c.name for c in CULTURES], dtype=object)

@@ -240,3 +240,33 @@ def test_predicate_codes_are_stable():
     # saved worlds store predicate names, but in-memory codes are used by tools: keep the order.
     assert PREDICATES[:3] == ("located_in", "capital", "born_in")
     assert PREDICATE_CODE["born_in"] == 2
+
+
+OPTIONAL_ATTRIBUTES = [
+    (t, a.name)
+    for t, s in __import__("fictionworld").schema.ENTITY_TYPES.items()
+    for a in s.attributes
+    if not a.required
+]
+
+
+@pytest.mark.parametrize("relation", list(__import__("fictionworld").schema.RELATIONS))
+def test_excluding_any_relation_leaves_a_clean_world(relation):
+    """Cross-fact rules only apply among the relations the spec generates."""
+    spec = fw.default_spec(800).model_copy(update={"exclude_relations": (relation,)})
+    world = fw.generate(seed=1, spec=spec)
+    assert relation not in world.predicate_counts()
+    assert fw.check_world(world) == []
+
+
+@pytest.mark.parametrize("type_name, attribute", OPTIONAL_ATTRIBUTES, ids=lambda x: x)
+def test_excluding_any_optional_attribute_leaves_a_clean_world(type_name, attribute):
+    from fictionworld.spec import EntityTypeConfig
+
+    base = fw.default_spec(800)
+    types = dict(base.types)
+    types[type_name] = EntityTypeConfig(**{**types[type_name].model_dump(), "exclude_attributes": (attribute,)})
+    world = fw.generate(seed=1, spec=base.model_copy(update={"types": types}))
+    rows, _ = world.attribute(type_name, attribute)
+    assert len(rows) == 0
+    assert fw.check_world(world) == []

@@ -217,3 +217,25 @@ def test_batch_normalisation_matches_single():
     assert normalize_many(names) == [normalize(n) for n in names]
     ascii_names = ["Gubad AG", "O'Brien & Sons", "x"]
     assert normalize_many(ascii_names) == [normalize(n) for n in ascii_names]
+
+
+def test_deliberate_namesakes_for_any_type_are_recorded():
+    from fictionworld.spec import EntityTypeConfig
+
+    base = default_spec(4_000)
+    types = dict(base.types)
+    for t in ("company", "city", "book"):
+        types[t] = EntityTypeConfig(**{**types[t].model_dump(), "namesake_rate": 0.05})
+    w = fw.generate(seed=3, spec=base.model_copy(update={"types": types}))
+    assert fw.check_world(w) == []
+    for t in ("company", "city", "book"):
+        rows = w.entities.rows_of_type(t)
+        grouped = rows[w.entities.namesake_group[rows] >= 0]
+        assert len(grouped) >= 2 * round(0.05 * len(rows)) - 1
+        name = w.entities.name[grouped[0]]
+        same = w.find(name, type=t)
+        assert len(same) >= 2 and len({e.namesake_group for e in same}) == 1
+    # without the knob there are none
+    plain = fw.generate(seed=3, spec=base)
+    rows = plain.entities.rows_of_type("company")
+    assert (plain.entities.namesake_group[rows] < 0).all()

@@ -34,6 +34,7 @@ class _Checker:
         self.ids = e.ids
         self.tc = e.type_code.astype(np.int64)
         self.present = to_days(world.spec.present)
+        self.enabled = set(world.spec.relations())  # cross-fact rules apply only among these
         # facts whose ends exist; every later pass only looks at these
         s, o = f.subject.astype(np.int64), f.object.astype(np.int64)
         known_pred = (f.predicate >= 0) & (f.predicate < len(PREDICATES))

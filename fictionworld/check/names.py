@@ -76,6 +76,7 @@ def check_names(c: _Checker) -> None:
         if norm in famous:
             c.add(K.FAMOUS_NAME, f"{c.ids[i]} is named {names[i]!r}, a famous real person", (i,))
 
+
 def check_unique_values(c: _Checker) -> None:
     f = c.w.facts
     for a in sorted({a.name for s in ENTITY_TYPES.values() for a in s.attributes if a.unique}):

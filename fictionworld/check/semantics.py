@@ -23,13 +23,16 @@ from fictionworld.tables import NA_INT, TYPE_CODE
 
 
 def check_containment(c: _Checker) -> None:
+    c.country_of_place = None
+    if "located_in" not in c.enabled:
+        return
     parent = _single(c, "located_in", c.n)
     country = np.full(c.n, -1, np.int64)
     for t in ("region", "city"):
         rows = c.rows_of(t)
         up = parent[rows]
         up2 = np.where(up >= 0, parent[np.maximum(up, 0)], -1)
-        country[rows] = np.where(t == "region", up, up2) if t == "region" else up2
+        country[rows] = up if t == "region" else up2
     country[c.rows_of("country")] = c.rows_of("country")
     for r in c.rel("capital").tolist():
         if country[c.o[r]] != c.s[r]:
@@ -74,7 +77,7 @@ def check_symmetry_inverse(c: _Checker) -> None:
             ]
             del mine
             c.add_facts(K.SYMMETRY, np.array(miss, np.int64), f"{name} is symmetric but the mirrored fact is missing")
-        if r.inverse:
+        if r.inverse and r.inverse in c.enabled:
             inv = set(_keyset(c, c.rel(r.inverse), flip=True))
             f = c.w.facts
             miss = [
@@ -192,32 +195,27 @@ def check_quantities(c: _Checker) -> None:
 def check_consistency(c: _Checker) -> None:
     f = c.w.facts
     # a chief executive works for the company for the whole term
-    jobs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for r in c.rel("works_for").tolist():
-        jobs[(c.s[r], c.o[r])].append((int(f.start[r]), int(f.end[r])))
-    for r in c.rel("ceo_of").tolist():
-        s0, e0 = int(f.start[r]), int(f.end[r])
-        covered = any(
-            (js == NA_DATE or s0 == NA_DATE or js <= s0) and (je == NA_DATE or (e0 != NA_DATE and je >= e0))
-            for js, je in jobs.get((c.s[r], c.o[r]), ())
-        )
-        if not covered:
-            c.add(K.CONSISTENCY, f"{c.describe(r)}: no works_for fact covers the term", c._ends(r), (r,))
+    if "works_for" in c.enabled:
+        _ceo_employed(c)
     # an acquisition makes the company a subsidiary from that date
-    subs = _keyset(c, c.rel("subsidiary_of"), flip=False)
-    for r in c.rel("acquired_by").tolist():
-        if (c.s[r], c.o[r], int(f.start[r]), int(f.end[r])) not in subs:
-            c.add(K.CONSISTENCY, f"{c.describe(r)}: no subsidiary_of fact from the acquisition date", c._ends(r), (r,))
+    if "subsidiary_of" in c.enabled:
+        subs = _keyset(c, c.rel("subsidiary_of"), flip=False)
+        for r in c.rel("acquired_by").tolist():
+            if (c.s[r], c.o[r], int(f.start[r]), int(f.end[r])) not in subs:
+                c.add(
+                    K.CONSISTENCY, f"{c.describe(r)}: no subsidiary_of fact from the acquisition date", c._ends(r), (r,)
+                )
     # siblings share a parent
-    parents: dict[int, set[int]] = defaultdict(set)
-    for r in c.rel("child_of").tolist():
-        parents[c.s[r]].add(c.o[r])
-    for r in c.rel("sibling_of").tolist():
-        if not parents[c.s[r]] & parents[c.o[r]]:
-            c.add(K.CONSISTENCY, f"{c.describe(r)}: siblings without a common parent", c._ends(r), (r,))
+    if "child_of" in c.enabled:
+        parents: dict[int, set[int]] = defaultdict(set)
+        for r in c.rel("child_of").tolist():
+            parents[c.s[r]].add(c.o[r])
+        for r in c.rel("sibling_of").tolist():
+            if not parents[c.s[r]] & parents[c.o[r]]:
+                c.add(K.CONSISTENCY, f"{c.describe(r)}: siblings without a common parent", c._ends(r), (r,))
     # citizenship follows the birthplace's country
-    country = getattr(c, "country_of_place", None)
-    if country is not None:
+    country = c.country_of_place
+    if country is not None and "born_in" in c.enabled:
         born = _single(c, "born_in", c.n)
         for r in c.rel("citizen_of").tolist():
             b = born[c.s[r]]
@@ -229,6 +227,22 @@ def check_consistency(c: _Checker) -> None:
                     (r,),
                 )
     # only the dead have a place of death
-    died = c.rel("died_in")
-    bad = died[c.death[c.s[died]] == NA_DATE]
-    c.add_facts(K.CONSISTENCY, bad, "a place of death without a death date")
+    if "person" in c.w.spec.types and "death_date" in c.w.spec.attributes("person"):
+        died = c.rel("died_in")
+        bad = died[c.death[c.s[died]] == NA_DATE]
+        c.add_facts(K.CONSISTENCY, bad, "a place of death without a death date")
+
+
+def _ceo_employed(c: _Checker) -> None:
+    f = c.w.facts
+    jobs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for r in c.rel("works_for").tolist():
+        jobs[(c.s[r], c.o[r])].append((int(f.start[r]), int(f.end[r])))
+    for r in c.rel("ceo_of").tolist():
+        s0, e0 = int(f.start[r]), int(f.end[r])
+        covered = any(
+            (js == NA_DATE or s0 == NA_DATE or js <= s0) and (je == NA_DATE or (e0 != NA_DATE and je >= e0))
+            for js, je in jobs.get((c.s[r], c.o[r]), ())
+        )
+        if not covered:
+            c.add(K.CONSISTENCY, f"{c.describe(r)}: no works_for fact covers the term", c._ends(r), (r,))
