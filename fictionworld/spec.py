@@ -83,6 +83,9 @@ class WorldSpec(BaseModel):
         if bad:
             raise ValueError(f"unknown relations {bad}; known: {sorted(RELATIONS)}")
         counts = self.counts()
+        empty = sorted(t for t, n in counts.items() if n < 1)
+        if empty:
+            raise ValueError(f"entity types {empty} would have no entities; leave them out of the spec instead")
         if counts.get("region", 0) < counts.get("country", 0) or counts.get("city", 0) < counts.get("region", 0):
             raise ValueError("need at least one region per country and one city per region")
         return self

@@ -85,9 +85,9 @@ class World:
         self, *, entities: EntityTable | None = None, facts: FactTable | None = None, spec: WorldSpec | None = None
     ) -> World:
         return World(
-            spec=spec or self.spec,
+            spec=spec if spec is not None else self.spec,
             seed=self.seed,
-            entities=entities or self.entities,
+            entities=entities if entities is not None else self.entities,
             facts=facts if facts is not None else self.facts,
             generators=self.generators,
         )
