@@ -18,9 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fictionworld.dates import NA_DATE
-from fictionworld.schema import PREDICATE_CODE, PREDICATES
+from fictionworld.schema import PREDICATES
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import NA_INT, TYPE_CODE, TYPE_NAMES, EntityTable, FactTable
+from fictionworld.tables import NA_INT, TYPE_NAMES, EntityTable, FactTable
 from fictionworld.world import FORMAT, UNITS, World
 
 __all__ = ["WorldFormatError", "save_world", "load_world", "read_manifest"]
@@ -313,8 +313,3 @@ def _facts_from(t: pa.Table, entities: EntityTable, path: Path) -> FactTable:
         source=source,
         sources=tuple(sources),
     )
-
-
-# keep the code table importable for tools that map predicates themselves
-PREDICATE_CODES = PREDICATE_CODE
-TYPE_CODES = TYPE_CODE

@@ -63,3 +63,19 @@ def test_spec_file_and_bad_spec(tmp_path):
     spec.write_text("types: {dragon: {weight: 1}}\n")
     r = run("generate", "--spec", spec, "--out", tmp_path / "w2")
     assert r.returncode == 2 and "dragon" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_validate_a_hand_edited_world(saved_world, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "edited"
+    shutil.copytree(saved_world, d)
+    t = pq.read_table(d / "entities.parquet")
+    names = t.column("name").to_pylist()
+    names[names.index(next(n for n, ty in zip(names, t.column("type").to_pylist()) if ty == "city"))] = "Lyon"
+    pq.write_table(t.set_column(2, "name", pa.array(names)), d / "entities.parquet")
+    r = run("validate", d)
+    assert r.returncode == 2 and "world_hash" in r.stderr
+    r = run("validate", d, "--no-verify-hash")
+    assert r.returncode == 1 and "gazetteer_collision" in r.stdout and "Lyon" in r.stdout
