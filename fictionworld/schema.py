@@ -9,6 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from fictionworld.categories import (
+    AWARD_FIELDS,
+    BOOK_GENRES,
+    EVENT_KINDS,
+    FILM_GENRES,
+    GENDERS,
+    INDUSTRIES,
+    MUSIC_GENRES,
+    OCCUPATIONS,
+    PRODUCT_CATEGORIES,
+    SPORTS,
+    UNIVERSITY_KINDS,
+)
+
 __all__ = [
     "DType",
     "AttributeSpec",
@@ -100,134 +114,6 @@ class RelationSpec:
 
 A = AttributeSpec
 I, F, D, C, T, U = DType.INT, DType.FLOAT, DType.DATE, DType.CATEGORY, DType.TEXT, DType.URL  # noqa: E741
-
-INDUSTRIES = (
-    "software",
-    "biotechnology",
-    "logistics",
-    "food processing",
-    "textiles",
-    "shipbuilding",
-    "renewable energy",
-    "mining",
-    "banking",
-    "insurance",
-    "telecommunications",
-    "aerospace",
-    "automotive",
-    "pharmaceuticals",
-    "retail",
-    "media",
-    "construction",
-    "chemicals",
-    "agriculture",
-    "consumer electronics",
-    "robotics",
-    "tourism",
-    "glassmaking",
-    "furniture",
-)
-BOOK_GENRES = (
-    "novel",
-    "poetry",
-    "biography",
-    "history",
-    "science fiction",
-    "crime fiction",
-    "travel writing",
-    "philosophy",
-    "children's literature",
-    "essay collection",
-    "fantasy",
-    "popular science",
-    "memoir",
-    "drama",
-)
-FILM_GENRES = (
-    "drama",
-    "comedy",
-    "thriller",
-    "documentary",
-    "animation",
-    "science fiction",
-    "romance",
-    "horror",
-    "historical drama",
-    "musical",
-    "western",
-    "mystery",
-    "adventure",
-)
-MUSIC_GENRES = (
-    "jazz",
-    "folk",
-    "electronic",
-    "chamber music",
-    "rock",
-    "pop",
-    "hip hop",
-    "ambient",
-    "opera",
-    "blues",
-    "metal",
-    "soul",
-    "choral",
-    "synth-pop",
-)
-PRODUCT_CATEGORIES = (
-    "smartphone",
-    "bicycle",
-    "coffee machine",
-    "drone",
-    "electric scooter",
-    "headphones",
-    "laptop",
-    "sewing machine",
-    "tractor",
-    "camera",
-    "wristwatch",
-    "kettle",
-    "e-reader",
-    "tent",
-    "power drill",
-    "synthesizer",
-    "refrigerator",
-    "sailboat",
-)
-OCCUPATIONS = (
-    "writer",
-    "film director",
-    "musician",
-    "athlete",
-    "entrepreneur",
-    "engineer",
-    "scientist",
-    "actor",
-    "journalist",
-    "politician",
-    "economist",
-    "architect",
-    "physician",
-    "teacher",
-    "lawyer",
-    "painter",
-)
-EVENT_KINDS = (
-    "festival",
-    "conference",
-    "trade fair",
-    "marathon",
-    "summit",
-    "exhibition",
-    "film festival",
-    "book fair",
-    "music festival",
-    "symposium",
-)
-AWARD_FIELDS = ("literature", "film", "music", "science", "business", "sport")
-SPORTS = ("football", "basketball", "ice hockey", "volleyball", "handball", "rugby", "cricket")
-UNIVERSITY_KINDS = ("public", "private", "technical", "art academy")
-GENDERS = ("female", "male")
 
 POP = dict(unit="people")
 

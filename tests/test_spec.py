@@ -34,7 +34,7 @@ def test_yaml_round_trip(tmp_path):
         ({"types_patch": {"person": {"exclude_attributes": ["birth_date"]}}}, "required"),
         ({"types_patch": {"person": {"exclude_attributes": ["wingspan"]}}}, "no attribute"),
         ({"present": "1700-01-01"}, "present"),
-    ({"types_patch": {"album": {"weight": 0, "min": 0}}}, "no entities"),
+        ({"types_patch": {"album": {"weight": 0, "min": 0}}}, "no entities"),
     ],
 )
 def test_invalid_specs_explain_themselves(bad, match):
