@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 
 from fictionworld.dates import NA_DATE
-from fictionworld.schema import ENTITY_TYPES, PREDICATES
+from fictionworld.schema import ENTITY_TYPES
 
 __all__ = ["EntityTable", "FactTable", "NA_INT", "NA_DATE", "TYPE_NAMES", "TYPE_CODE"]
 
@@ -35,17 +35,6 @@ class EntityTable:
     aliases: np.ndarray  # object: tuple[str, ...]
     culture: np.ndarray  # object: str ("" when none)
     namesake_group: np.ndarray  # int32, -1 when not a deliberate namesake
-
-    @classmethod
-    def empty(cls) -> EntityTable:
-        return cls(
-            np.zeros(0, np.int16),
-            np.zeros(0, np.int32),
-            _obj([]),
-            _obj([]),
-            _obj([]),
-            np.zeros(0, np.int32),
-        )
 
     def __len__(self) -> int:
         return len(self.type_code)
@@ -158,12 +147,7 @@ class FactTable:
     def with_values(self, **columns) -> FactTable:
         return replace(self, **columns)
 
-    def mask_predicate(self, name: str) -> np.ndarray:
-        return self.predicate == PREDICATES.index(name)
 
-    @cached_property
-    def is_relation(self) -> np.ndarray:
-        return self.object >= 0
 
 
 def _index(items: list[str], item: str) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from functools import cached_property
 from pathlib import Path
 
@@ -207,8 +206,6 @@ class World:
                 out[t] = {"mean": float(d.mean()), "median": float(np.median(d)), "max": int(d.max())}
         return out
 
-    def culture_counts(self) -> Counter:
-        return Counter(self.entities.culture.tolist())
 
     # -- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path, *, overwrite: bool = False) -> Path:

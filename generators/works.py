@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fictionworld.dates import NA_DATE, year_start
+from fictionworld.dates import year_start
 from fictionworld.schema import BOOK_GENRES, FILM_GENRES, MUSIC_GENRES, OCCUPATIONS, PRODUCT_CATEGORIES
 from generators import vocab
 from generators.base import GenContext, clean_stems, pick_founded_before, register, sample_dates, unique_names, years
@@ -211,5 +211,3 @@ def generate_products(ctx: GenContext) -> None:
     ctx.set_attr("product", "price_usd", price)
     ctx.relate("manufactured_by", "product", np.arange(n), "company", maker)
 
-
-NA = int(NA_DATE)
