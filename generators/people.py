@@ -58,7 +58,9 @@ def generate_people(ctx: GenContext) -> None:
     n, present = ctx.counts["person"], ctx.present
     city = ctx["city"]
     r = ctx.rng("person/attributes")
-    birth = sample_dates(r, n, year_start(1880), min(year_end(2006), present - int(years(18))))
+    # births span 1880-2006 for a 2025 world; a later present shifts that window forward
+    shift = max(0, present - year_end(2025))
+    birth = sample_dates(r, n, year_start(1880) + shift, min(year_end(2006) + shift, present - int(years(18))))
     death = (birth + years(r.normal(77, 13, n).clip(20, 104))).astype(np.int64)
     death = np.where(death <= present, death, NA_DATE).astype(np.int32)
     female = r.random(n) < 0.5

@@ -28,3 +28,6 @@ def test_worlds_with_another_present_validate_clean(seed, year):
     spec = fw.default_spec(1_500).model_copy(update={"present": dt.date(year, 6, 30)})
     world = fw.generate(seed=seed, spec=spec)
     assert fw.check_world(world) == []
+    _, births = world.attribute("person", "birth_date")
+    latest = fw.dates.from_days(int(births.max())).year
+    assert year - 19 - 25 <= latest <= year - 18  # the living include young adults in any era
