@@ -58,10 +58,10 @@ def generate_awards(ctx: GenContext) -> None:
     ctx.set_attr("award", "established", established)
     ctx.set_attr("award", "field", np.array(AWARD_FIELDS, dtype=object)[field])
 
-    rp = ctx.rng("presented_by")
     for org_type in ("publisher", "university", "company"):
         if not ctx.has(org_type):
             continue
+        rp = ctx.rng(f"presented_by/{org_type}")  # one stream per optional type: no reshuffling
         mine = np.array([PRESENTER.get(AWARD_FIELDS[f], "company") == org_type for f in field.tolist()], bool)
         idx = np.flatnonzero(mine)
         org = pick_founded_before(rp, ctx[org_type].extra["founded"], established[idx])
@@ -85,6 +85,7 @@ def _winners(ctx: GenContext, established: np.ndarray, field: np.ndarray) -> Non
     date = np.minimum(date + rw.integers(0, 365, len(award)), ctx.present)
     f = field[award]
     for fi, fname in enumerate(AWARD_FIELDS):
+        rw = ctx.rng(f"won/{fname}")  # per field, so adding a work type changes only its field
         sel = np.flatnonzero(f == fi)
         winner_person = pick_people(ctx, rw, WINNER_OCCUPATIONS[fname], date[sel], 18, 90)
         work_type = WORKS_BY_FIELD.get(fname)
@@ -133,10 +134,10 @@ def generate_events(ctx: GenContext) -> None:
     ctx.set_attr("event", "attendance", attendance)
     ctx.relate("held_in", "event", np.arange(n), "city", city)
 
-    ro = ctx.rng("organized_by")
-    by_university = ro.random(n) < 0.3
+    by_university = ctx.rng("organized_by").random(n) < 0.3
     for org_type, mask in (("company", ~by_university), ("university", by_university)):
         if ctx.has(org_type):
+            ro = ctx.rng(f"organized_by/{org_type}")
             idx = np.flatnonzero(mask & (ro.random(n) < 0.75))
             ctx.relate(
                 "organized_by",
