@@ -14,14 +14,15 @@ import numpy as np
 from fictionworld.dates import NA_DATE
 from fictionworld.schema import ENTITY_TYPES
 
-__all__ = ["EntityTable", "FactTable", "NA_INT", "NA_DATE", "TYPE_NAMES", "TYPE_CODE"]
+__all__ = ["EntityTable", "FactTable", "object_array", "NA_INT", "NA_DATE", "TYPE_NAMES", "TYPE_CODE"]
 
 NA_INT = np.int64(np.iinfo(np.int64).min)
 TYPE_NAMES: tuple[str, ...] = tuple(ENTITY_TYPES)
 TYPE_CODE: dict[str, int] = {t: i for i, t in enumerate(TYPE_NAMES)}
 
 
-def _obj(values) -> np.ndarray:
+def object_array(values) -> np.ndarray:
+    """A 1-d numpy object array (strings, tuples) from any sequence."""
     out = np.empty(len(values), dtype=object)
     out[:] = list(values) if not isinstance(values, np.ndarray) else values
     return out
@@ -41,7 +42,7 @@ class EntityTable:
 
     @cached_property
     def ids(self) -> np.ndarray:
-        return _obj([f"{TYPE_NAMES[t]}:{i}" for t, i in zip(self.type_code.tolist(), self.local.tolist())])
+        return object_array([f"{TYPE_NAMES[t]}:{i}" for t, i in zip(self.type_code.tolist(), self.local.tolist())])
 
     @cached_property
     def row_of(self) -> dict[str, int]:
@@ -101,7 +102,7 @@ class FactTable:
             arr = np.asarray(value, dtype=dtype)
             return np.full(n, arr, dtype=dtype) if arr.ndim == 0 else arr
 
-        text = np.full(n, None, dtype=object) if v_text is None else _obj(v_text)
+        text = np.full(n, None, dtype=object) if v_text is None else object_array(v_text)
         return cls(
             id=np.zeros(n, np.int64),
             subject=np.asarray(subject, np.int32),
@@ -146,8 +147,6 @@ class FactTable:
 
     def with_values(self, **columns) -> FactTable:
         return replace(self, **columns)
-
-
 
 
 def _index(items: list[str], item: str) -> int:

@@ -206,7 +206,6 @@ class World:
                 out[t] = {"mean": float(d.mean()), "median": float(np.median(d)), "max": int(d.max())}
         return out
 
-
     # -- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
         from fictionworld.storage import save_world

@@ -11,7 +11,7 @@ import numpy as np
 from fictionworld.dates import NA_DATE, YEAR, to_days
 from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, DType
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import NA_INT, TYPE_CODE, EntityTable, FactTable
+from fictionworld.tables import NA_INT, TYPE_CODE, EntityTable, FactTable, object_array
 
 __all__ = [
     "GenContext",
@@ -84,9 +84,9 @@ class GenContext:
     def set_names(self, t: str, names, aliases=None, culture=None, namesake_group=None) -> None:
         d = self.types[t]
         d.source = self.source
-        d.names = _obj(names)
-        d.aliases = _obj(aliases) if aliases is not None else _obj([()] * d.n)
-        d.culture = _obj(culture) if culture is not None else _obj([""] * d.n)
+        d.names = object_array(names)
+        d.aliases = object_array(aliases) if aliases is not None else object_array([()] * d.n)
+        d.culture = object_array(culture) if culture is not None else object_array([""] * d.n)
         d.namesake_group = (
             np.asarray(namesake_group, np.int32) if namesake_group is not None else np.full(d.n, -1, np.int32)
         )
@@ -164,12 +164,6 @@ def _attribute_facts(d: TypeData, dtype: DType, name: str, vals: np.ndarray, sou
         return FactTable.build(d.rows[keep], code, v_float=vals[keep], source=source)
     keep = np.array([v is not None for v in vals.tolist()], dtype=bool)
     return FactTable.build(d.rows[keep], code, v_text=vals[keep], source=source)
-
-
-def _obj(values) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values if isinstance(values, np.ndarray) else list(values)
-    return out
 
 
 # -- registry ---------------------------------------------------------------------------------
@@ -329,13 +323,6 @@ def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4
             np.int64,
         )
     raise RuntimeError("could not invent gazetteer-free words")
-
-
-def is_real_place(name: str) -> bool:
-    """True if ``name`` (normalised: case, accents, spaces) is in the real gazetteer."""
-    from fictionworld.gazetteer import normalize, real_place_names
-
-    return normalize(name) in real_place_names()
 
 
 def join_suffix(stem: str, suffix: str) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from fictionworld.dates import year_end, year_start, years_of
+from fictionworld.gazetteer import is_real_place
 from fictionworld.schema import AWARD_FIELDS, EVENT_KINDS, WORKS_BY_FIELD
 from generators import vocab
 from generators.base import (
     GenContext,
     clean_stems,
-    is_real_place,
     pick_founded_before,
     register,
     sample_dates,

@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from fictionworld.dates import NA_DATE, year_end, year_start
+from fictionworld.gazetteer import is_real_place
 from fictionworld.schema import INDUSTRIES, OCCUPATIONS, SPORTS, UNIVERSITY_KINDS
+from fictionworld.tables import object_array
 from generators import vocab
 from generators.base import (
     AlivePicker,
     GenContext,
     clean_stems,
-    is_real_place,
     pick_founded_before,
     register,
     sample_dates,
@@ -154,7 +155,7 @@ def generate_companies(ctx: GenContext) -> None:
     ctx.set_attr("company", "industry", np.array(INDUSTRIES, dtype=object)[industry])
     ctx.set_attr("company", "employees", employees)
     ctx.set_attr("company", "revenue_usd", revenue)
-    ctx.set_attr("company", "website", _obj([f"https://www.{slug(x)}.com" for x in names]))
+    ctx.set_attr("company", "website", object_array([f"https://www.{slug(x)}.com" for x in names]))
     ctx["company"].extra.update(founded=founded, stem=stems, industry=industry)
 
     idx = np.arange(n)
@@ -254,7 +255,7 @@ def generate_universities(ctx: GenContext) -> None:
     ctx.set_attr("university", "founded", founded)
     ctx.set_attr("university", "students", students)
     ctx.set_attr("university", "kind", np.array(UNIVERSITY_KINDS, dtype=object)[kind])
-    ctx.set_attr("university", "website", _obj([f"https://www.{slug(x)}.edu" for x in names]))
+    ctx.set_attr("university", "website", object_array([f"https://www.{slug(x)}.edu" for x in names]))
     ctx["university"].extra.update(founded=founded)
     ctx.relate("located_in", "university", np.arange(n), "city", city)
 
@@ -290,7 +291,7 @@ def generate_publishers(ctx: GenContext) -> None:
     )
     ctx.set_attr("publisher", "founded", founded)
     ctx.set_attr("publisher", "employees", employees)
-    ctx.set_attr("publisher", "website", _obj([f"https://www.{slug(x)}.com" for x in names]))
+    ctx.set_attr("publisher", "website", object_array([f"https://www.{slug(x)}.com" for x in names]))
     ctx["publisher"].extra.update(founded=founded)
     ctx.relate("headquartered_in", "publisher", np.arange(n), "city", hq)
 
@@ -316,7 +317,7 @@ def generate_sports_teams(ctx: GenContext) -> None:
     ctx.set_attr("sports_team", "founded", founded)
     ctx.set_attr("sports_team", "sport", np.array(SPORTS, dtype=object)[sport])
     ctx.set_attr("sports_team", "stadium_capacity", capacity)
-    ctx.set_attr("sports_team", "website", _obj([f"https://www.{slug(x)}.club" for x in names]))
+    ctx.set_attr("sports_team", "website", object_array([f"https://www.{slug(x)}.club" for x in names]))
     ctx.relate("based_in", "sports_team", np.arange(n), "city", city)
 
     if not ctx.has("person"):
@@ -336,9 +337,3 @@ def _culture_names(codes: np.ndarray) -> np.ndarray:
     from generators.morphology import CULTURES
 
     return np.array([c.name for c in CULTURES], dtype=object)[codes]
-
-
-def _obj(values: list) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out

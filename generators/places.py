@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fictionworld.dates import year_end, year_start
-from fictionworld.gazetteer import normalize, real_place_names
+from fictionworld.gazetteer import is_real_place
 from generators.base import GenContext, clean_stems, join_suffix, register, sample_dates, unique_names
 from generators.morphology import CULTURES
 
@@ -21,14 +21,13 @@ def _assign(rng: np.random.Generator, n_child: int, n_parent: int) -> np.ndarray
 
 def _place_names(ctx: GenContext, key: str, cultures: np.ndarray, build) -> list[str]:
     rng = ctx.rng(key)
-    gaz = real_place_names()
 
     def candidates(slots: np.ndarray, rnd: int) -> list[str]:
         stems = clean_stems(cultures[slots], rng)
         out = []
         for slot, stem, u in zip(slots.tolist(), stems.tolist(), rng.random(len(slots)).tolist()):
             name = build(CULTURES[cultures[slot]], stem, u, rng)
-            out.append(stem if normalize(name) in gaz else name)
+            out.append(stem if is_real_place(name) else name)
         return out
 
     return unique_names(candidates, len(cultures))

@@ -7,10 +7,11 @@ import numpy as np
 
 from fictionworld.dates import year_start
 from fictionworld.schema import BOOK_GENRES, FILM_GENRES, MUSIC_GENRES, OCCUPATIONS, PRODUCT_CATEGORIES
+from fictionworld.tables import object_array
 from generators import vocab
 from generators.base import GenContext, clean_stems, pick_founded_before, register, sample_dates, unique_names, years
 from generators.morphology import CULTURES
-from generators.orgs import _obj, alive_to, pick_people
+from generators.orgs import alive_to, pick_people
 
 __all__ = ["active_people", "titles"]
 
@@ -109,7 +110,7 @@ def generate_books(ctx: GenContext) -> None:
     ctx.set_attr("book", "publication_date", date.astype(np.int32))
     ctx.set_attr("book", "page_count", np.exp(r.normal(np.log(280), 0.45, n)).clip(48, 1400).astype(np.int64))
     ctx.set_attr("book", "genre", np.array(BOOK_GENRES, dtype=object)[r.integers(len(BOOK_GENRES), size=n)])
-    ctx.set_attr("book", "isbn", _obj(_isbn13(r, n)))
+    ctx.set_attr("book", "isbn", object_array(_isbn13(r, n)))
     ctx["book"].extra.update(date=date)
     ctx.relate("author_of", "person", author, "book", np.arange(n))
     ctx.relate("published_by", "book", np.arange(n), "publisher", publisher)
@@ -210,4 +211,3 @@ def generate_products(ctx: GenContext) -> None:
     ctx.set_attr("product", "category", np.array(PRODUCT_CATEGORIES, dtype=object)[category])
     ctx.set_attr("product", "price_usd", price)
     ctx.relate("manufactured_by", "product", np.arange(n), "company", maker)
-

@@ -243,7 +243,9 @@ def test_deliberate_namesakes_for_any_type_are_recorded():
 
 def test_adding_albums_changes_only_music_award_winners():
     full = default_spec(3_000)
-    base = fw.generate(seed=9, spec=full.model_copy(update={"types": {t: c for t, c in full.types.items() if t != "album"}}))
+    base = fw.generate(
+        seed=9, spec=full.model_copy(update={"types": {t: c for t, c in full.types.items() if t != "album"}})
+    )
     more = fw.generate(seed=9, spec=full)
 
     def winners(w):
