@@ -30,6 +30,9 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+_WEB_STAGES = 6  # articles, organisation sites, news, directories, perturbation layers, index
+
+
 def _load(path: Path, verify: bool = True):
     from fictionworld.storage import WorldFormatError, load_world
 
@@ -46,8 +49,9 @@ def generate(
     entities: Annotated[int, typer.Option(help="Target number of entities (scales the spec).", min=50)] = 10_000,
     spec: Annotated[Path | None, typer.Option(help="World spec YAML (default: the shipped spec).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing world directory.")] = False,
+    web: Annotated[bool, typer.Option("--web/--no-web", help="Render the pages and build the search index.")] = True,
 ) -> None:
-    """Generate a world and save it in format fictionworld/1."""
+    """Generate a world (and its web) and save it in format fictionworld/1."""
     from fictionworld.spec import WorldSpec, default_spec
     from generators import generate_world, plan
 
@@ -73,19 +77,23 @@ def generate(
         console=err,
         transient=False,
     ) as progress:
-        task = progress.add_task("generating", total=len(steps) + 2)
+        task = progress.add_task("generating", total=len(steps) + 2 + (_WEB_STAGES if web else 0))
 
         def step(name: str) -> None:
             progress.update(task, description=f"generating: {name}")
             progress.advance(task)
 
         world = generate_world(world_spec, seed, progress=step)
+        if web:
+            from fictionworld.web import Web
+
+            world.web = Web.build(world, progress=step)
         progress.update(task, description="saving")
         try:
-            world.save(out_dir, overwrite=force)
+            world.save(out_dir, overwrite=force, web=web)
         except FileExistsError as exc:
             _fail(str(exc))
-        progress.update(task, description="done", completed=len(steps) + 2)
+        progress.update(task, description="done", completed=progress.tasks[0].total)
     dt = time.perf_counter() - t0
     out.print(
         f"world [bold]{out_dir}[/]: {len(world.entities):,} entities, {len(world.facts):,} facts, "
@@ -189,6 +197,118 @@ def stats(
         for p in keys:
             t.add_row(p, f"{preds[p]:,}")
         out.print(t)
+
+
+def _web(path: Path):
+    """A saved world's web; built and saved into the directory the first time."""
+    from fictionworld.web import Web, WebError
+
+    world = _load(path)
+    if not (path / "web.json").exists():
+        err.print(f"{path} has no web yet: rendering pages and indexing (once)…", highlight=False)
+        web = Web.build(world)
+        web.save(path)
+        world.web = web
+    try:
+        return world.web
+    except WebError as exc:
+        _fail(f"{exc} (rebuild with `fictionworld index {path} --force`)")
+
+
+def _knobs(items: list[str] | None):
+    from fictionworld.knobs import Knobs
+
+    values = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            _fail(f"--knob {item!r}: expected NAME=VALUE, e.g. conflict_rate=0.3")
+        values[key.strip()] = value.strip()
+    try:
+        return Knobs.model_validate(values)
+    except Exception as exc:
+        _fail(f"bad knobs: {' '.join(str(exc).split())[:300]}")
+
+
+KnobOption = Annotated[
+    list[str] | None,
+    typer.Option("--knob", help="Perturbation knob NAME=VALUE (repeatable), e.g. --knob conflict_rate=0.3"),
+]
+
+
+@app.command()
+def index(
+    path: Annotated[Path, typer.Argument(help="World directory.")],
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the world has a web.")] = False,
+) -> None:
+    """Render a saved world's pages and build its search index (pages.arrow, index/)."""
+    from fictionworld.web import Web
+
+    world = _load(path)
+    if (path / "web.json").exists() and not force:
+        _fail(f"{path} already has a web (use --force to rebuild)", 1)
+    t0 = time.perf_counter()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err) as progress:
+        task = progress.add_task("rendering")
+        web = Web.build(world, progress=lambda s: progress.update(task, description=s))
+        progress.update(task, description="saving")
+        web.save(path)
+    out.print(f"web of [bold]{path}[/]: {len(web.pages):,} pages ({time.perf_counter() - t0:.1f} s)", highlight=False)
+
+
+@app.command()
+def search(
+    path: Annotated[Path, typer.Argument(help="World directory.")],
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    k: Annotated[
+        int | None, typer.Option("--k", help="Results per page (default: the knobs' results_per_page).")
+    ] = None,
+    page: Annotated[int, typer.Option(help="Result page, 1-based.")] = 1,
+    knob: KnobOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Search a world's web; prints results as agents see them ([n] URL / Title / Snippet / Date)."""
+    from fictionworld.web import WebError, format_results
+
+    web = _web(path)
+    knobs = _knobs(knob)
+    try:
+        results = web.search(query, k, page, knobs)
+    except WebError as exc:
+        _fail(str(exc))
+    if as_json:
+        print(json.dumps([r.model_dump(mode="json") for r in results], indent=2, ensure_ascii=False))
+    else:
+        print(format_results(query, results, (page - 1) * (k or knobs.results_per_page)))
+
+
+@app.command("open")
+def open_cmd(
+    path: Annotated[Path, typer.Argument(help="World directory.")],
+    url: Annotated[str, typer.Argument(help="Page URL (directories take ?page=N).")],
+    knob: KnobOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Open a page of a world's web and print it as Markdown. Exit 1 if there is no such page."""
+    from fictionworld.web import PageNotFound, WebError
+
+    web = _web(path)
+    try:
+        page = web.open(url, _knobs(knob))
+    except WebError as exc:
+        _fail(str(exc))
+    if as_json:
+        print(
+            json.dumps(
+                {"found": not isinstance(page, PageNotFound), **page.model_dump(mode="json")},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    else:
+        print(page.markdown())
+    if isinstance(page, PageNotFound):
+        raise typer.Exit(1)
 
 
 @app.command("spec")

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fictionworld.knobs import WebSpec
 from fictionworld.schema import ENTITY_TYPES, PLACE_TYPES, RELATIONS
 
 __all__ = ["EntityTypeConfig", "WorldSpec", "default_spec", "HARD_REQUIREMENTS"]
@@ -55,6 +56,7 @@ class WorldSpec(BaseModel):
     entities: int = Field(10_000, ge=1)
     types: dict[str, EntityTypeConfig]
     exclude_relations: tuple[str, ...] = ()
+    web: WebSpec = WebSpec()  # how the web is rendered, and the default episode knobs
 
     @field_validator("present")
     @classmethod

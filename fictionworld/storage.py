@@ -104,10 +104,13 @@ def _fact_table(world: World) -> pa.Table:
     )
 
 
-def save_world(world: World, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write ``world`` to directory ``path``. The manifest is written last, so a directory
-    without one is an interrupted save, never mistaken for a world."""
+def save_world(world: World, path: str | Path, *, overwrite: bool = False, web: bool = True) -> Path:
+    """Write ``world`` to directory ``path``, with its web (pages and search index) unless
+    ``web=False``. The manifest is written last, so a directory without one is an interrupted
+    save, never mistaken for a world."""
     path = Path(path)
+    if world.path is not None and path.exists() and world.path.resolve() == path.resolve():
+        raise FileExistsError(f"{path} is the directory this world was loaded from; save it elsewhere")
     if path.exists() and any(path.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{path} exists and is not empty (pass overwrite=True / --force)")
@@ -122,6 +125,8 @@ def save_world(world: World, path: str | Path, *, overwrite: bool = False) -> Pa
     for name in ("entities.parquet", "facts.parquet"):
         os.replace(tmp / name, path / name)
     tmp.rmdir()
+    if web:
+        world.web.save(path)
     manifest = {
         "format": FORMAT,
         "seed": world.seed,
@@ -243,6 +248,7 @@ def load_world(path: str | Path, *, verify: bool = True) -> World:
     )
     if verify and world.world_hash != manifest["world_hash"]:
         raise WorldFormatError(f"{path}: content does not match the manifest's world_hash (modified or corrupt)")
+    world.path = path
     return world
 
 

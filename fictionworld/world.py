@@ -38,13 +38,15 @@ class World:
         self.entities = entities
         self.facts = _canonical_sources(facts)
         self.generators = dict(generators or {})
+        self.path: Path | None = None  # the directory it was loaded from, if any
 
     # -- identity ------------------------------------------------------------------------
     @cached_property
     def world_hash(self) -> str:
         """Hash of the canonical content: same seed and spec give the same hash on any machine."""
         h = hashlib.blake2b(digest_size=20)
-        head = {"format": FORMAT, "seed": self.seed, "spec": self.spec.model_dump(mode="json")}
+        # The web spec shapes pages, not the graph: it stays out of the graph's hash.
+        head = {"format": FORMAT, "seed": self.seed, "spec": self.spec.model_dump(mode="json", exclude={"web"})}
         h.update(json.dumps(head, sort_keys=True).encode())
         e, f = self.entities, self.facts
         for arr, dt in ((e.type_code, "<i2"), (e.local, "<i4"), (e.namesake_group, "<i4")):
@@ -206,11 +208,31 @@ class World:
                 out[t] = {"mean": float(d.mean()), "median": float(np.median(d)), "max": int(d.max())}
         return out
 
+    # -- the web -------------------------------------------------------------------------
+    @cached_property
+    def web(self):
+        """The rendered web (pages, index, world model): opened from the world directory if it
+        was saved with one, else built now (seconds per 10k entities)."""
+        from fictionworld.web import Web
+
+        if self.path is not None and (self.path / "web.json").exists():
+            return Web.load(self, self.path)
+        return Web.build(self)
+
+    def search(self, query: str, k: int | None = None, page: int = 1, knobs=None):
+        """Ranked :class:`SearchResult` list for ``query`` (see :meth:`Web.search`)."""
+        return self.web.search(query, k, page, knobs)
+
+    def open(self, url: str, knobs=None):
+        """The :class:`Page` at ``url``, or :class:`PageNotFound` (see :meth:`Web.open`)."""
+        return self.web.open(url, knobs)
+
     # -- persistence ---------------------------------------------------------------------
-    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+    def save(self, path: str | Path, *, overwrite: bool = False, web: bool = True) -> Path:
+        """Write the world (and, unless ``web=False``, its pages and search index)."""
         from fictionworld.storage import save_world
 
-        return save_world(self, path, overwrite=overwrite)
+        return save_world(self, path, overwrite=overwrite, web=web)
 
     @classmethod
     def load(cls, path: str | Path, *, verify: bool = True) -> World:

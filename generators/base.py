@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -10,6 +9,7 @@ import numpy as np
 
 from fictionworld.dates import NA_DATE, YEAR, to_days
 from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, DType
+from fictionworld.seeding import child_seed
 from fictionworld.spec import WorldSpec
 from fictionworld.tables import NA_INT, TYPE_CODE, EntityTable, FactTable, object_array
 
@@ -22,13 +22,6 @@ __all__ = [
     "registered",
     "child_seed",
 ]
-
-
-def child_seed(seed: int, key: str) -> np.random.SeedSequence:
-    """A seed sequence for one named stream: independent of every other name and of order."""
-    digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
-    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
-    return np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(seed) >> 32, *words])
 
 
 @dataclass

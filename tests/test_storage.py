@@ -29,7 +29,14 @@ def test_round_trip_is_equal_and_same_hash(world, saved_world):
 
 
 def test_layout_and_manifest(saved_world, world):
-    assert {p.name for p in saved_world.iterdir()} == {"manifest.json", "entities.parquet", "facts.parquet"}
+    assert {p.name for p in saved_world.iterdir()} == {
+        "manifest.json",
+        "entities.parquet",
+        "facts.parquet",
+        "pages.arrow",
+        "index",
+        "web.json",
+    }
     m = json.loads((saved_world / "manifest.json").read_text())
     assert m["format"] == "fictionworld/1"
     assert m["world_hash"] == world.world_hash

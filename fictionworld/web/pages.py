@@ -1,0 +1,172 @@
+"""Pages and search results: the records agents see, and the columnar page store behind them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from pydantic import BaseModel, ConfigDict
+
+from fictionworld.dates import from_days
+
+__all__ = ["Page", "PageNotFound", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "WebError"]
+
+PAGE_KINDS = (
+    "article",  # encyclopedia article about one entity
+    "org_about",
+    "org_leadership",
+    "org_history",
+    "org_people",
+    "news",
+    "list",  # directory / category page, paginated when opened
+    "forum",
+    "blog",
+    "profile",  # low-credibility aggregator profile
+)
+LAYERS = ("", "distractor", "confusable", "conflict")  # "" = the authoritative web
+
+
+class WebError(ValueError):
+    """A malformed request (not a URL, an empty query): the caller's mistake, said plainly."""
+
+
+class Page(BaseModel):
+    """One page as an agent would open it. ``fact_ids`` are the graph facts it states;
+    ``contradicts`` the facts a low-credibility page states wrongly."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    site: str
+    title: str
+    kind: str
+    credibility: Literal["high", "low"]
+    published: dt.date
+    text: str
+    entity_ids: tuple[str, ...] = ()
+    fact_ids: tuple[int, ...] = ()
+    contradicts: tuple[int, ...] = ()
+    page_number: int = 1
+    page_count: int = 1
+
+    def markdown(self) -> str:
+        """The page as the ``open`` tool shows it."""
+        head = f"# {self.title}\n\nURL: {self.url}\nSite: {self.site}\nDate: {self.published.isoformat()}\n"
+        return f"{head}\n{self.text.rstrip()}\n"
+
+
+class PageNotFound(BaseModel):
+    """What ``open`` returns for a URL that is well formed but names no page."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    reason: str = "404 Not Found"
+
+    def markdown(self) -> str:
+        return f"Error 404: no page at {self.url}. Check the address or search again."
+
+
+class SearchResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    title: str
+    snippet: str
+    date: dt.date
+    score: float
+
+    def text(self, n: int) -> str:
+        """``[n] URL\\nTitle: …\\nSnippet: …\\nDate: Mon D, YYYY``, the layout agents know."""
+        from fictionworld.surface import format_serp_date
+
+        return f"[{n}] {self.url}\nTitle: {self.title}\nSnippet: {self.snippet}\nDate: {format_serp_date(self.date)}"
+
+
+_SCHEMA = pa.schema(
+    [
+        ("url", pa.string()),
+        ("site", pa.string()),
+        ("title", pa.string()),
+        ("kind", pa.string()),
+        ("layer", pa.string()),
+        ("published", pa.date32()),
+        ("text", pa.large_string()),
+        ("entity", pa.int32()),  # the page's main entity row, -1 when none
+        ("entity_rows", pa.list_(pa.int32())),
+        ("fact_ids", pa.list_(pa.int64())),
+        ("contradicts", pa.list_(pa.int64())),
+        ("u", pa.float32()),  # visibility draw of a perturbation page: shown when u < its rate
+    ]
+)
+
+
+@dataclass(eq=False)
+class PageTable:
+    """All pages of a web, columnar (Arrow). Row number = page id used by the index."""
+
+    table: pa.Table
+
+    def __post_init__(self) -> None:
+        t = self.table
+        self.urls: list[str] = t.column("url").to_pylist()
+        self.titles: list[str] = t.column("title").to_pylist()
+        self.kind = np.asarray(t.column("kind").to_numpy(zero_copy_only=False), dtype=object)
+        layers = t.column("layer").to_pylist()
+        self.layer = np.array([LAYERS.index(x) for x in layers], dtype=np.int8)
+        self.u = t.column("u").to_numpy()
+        self.entity = t.column("entity").to_numpy()
+        self.published = t.column("published").cast(pa.int32()).to_numpy()
+        self.row_of_url: dict[str, int] = {u: i for i, u in enumerate(self.urls)}
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    @classmethod
+    def from_rows(cls, rows: dict[str, list]) -> PageTable:
+        return cls(pa.table(rows, schema=_SCHEMA))
+
+    def text(self, row: int) -> str:
+        return self.table.column("text")[row].as_py()
+
+    def column(self, name: str, row: int):
+        return self.table.column(name)[row].as_py()
+
+    def visible(self, rows: np.ndarray, rates: np.ndarray) -> np.ndarray:
+        """Mask of pages shown under per-layer rates (``rates[0]`` is the authoritative web, 1)."""
+        return self.u[rows] < rates[self.layer[rows]]
+
+    def page(self, row: int, entity_ids: np.ndarray) -> Page:
+        t = self.table
+        get = lambda c: t.column(c)[row].as_py()  # noqa: E731
+        return Page(
+            url=get("url"),
+            site=get("site"),
+            title=get("title"),
+            kind=get("kind"),
+            credibility="low" if get("layer") or get("kind") in ("forum", "blog", "profile") else "high",
+            published=from_days(int(self.published[row])),
+            text=get("text"),
+            entity_ids=tuple(entity_ids[get("entity_rows")].tolist()) if get("entity_rows") else (),
+            fact_ids=tuple(get("fact_ids")),
+            contradicts=tuple(get("contradicts")),
+        )
+
+    # -- disk ----------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, self.table.schema) as writer:
+            writer.write_table(self.table, max_chunksize=65_536)
+
+    @classmethod
+    def load(cls, path: Path) -> PageTable:
+        """Memory-maps the Arrow file: opening is O(1) in the text size."""
+        source = pa.memory_map(str(path), "r")
+        table = ipc.open_file(source).read_all()
+        if table.schema != _SCHEMA:
+            raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
+        return cls(table)

@@ -1,0 +1,293 @@
+"""The web of a world: pages, search index, entity linker and world model, with the ``search``
+and ``open`` tools, per-episode knobs, and sessions that inject tool faults."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tempfile
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from fictionworld.knobs import Knobs
+from fictionworld.seeding import mix64
+from fictionworld.web.index import TantivyIndex
+from fictionworld.web.linker import EntityLinker, Link, words
+from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
+from fictionworld.web.pages import LAYERS, Page, PageNotFound, PageTable, SearchResult, WebError
+from fictionworld.web.render import RENDERER, plain_text, render_pages
+
+__all__ = ["Web", "WebSession", "ToolResult", "format_results", "WEB_FORMAT", "MAX_QUERY_CHARS"]
+
+WEB_FORMAT = "fictionworld-web/1"
+MAX_QUERY_CHARS = 1_000
+MAX_PAGE = 100
+FAULT_TEXT = {
+    "timeout": "Error: the request timed out after 30 seconds. Please try again.",
+    "server_error": "Error: 503 Service Unavailable. The server could not handle the request; please try again.",
+    "rate_limited": "Error: 429 Too Many Requests. Wait a moment, then try again.",
+}
+
+
+def format_results(query: str, results: list[SearchResult], offset: int = 0) -> str:
+    """Results as agents read them: ``[n] URL / Title / Snippet / Date`` blocks."""
+    if not results:
+        return f"No results found for '{query}'. Try different words."
+    return "\n\n".join(r.text(offset + i + 1) for i, r in enumerate(results))
+
+
+class Web:
+    """Search and open over a world's rendered pages. Built from the world (``Web.build``) or
+    opened from a saved world directory (``Web.load``, memory-mapped, in well under 2 s)."""
+
+    def __init__(self, world, pages: PageTable, index: TantivyIndex, model: WorldModel | None = None,
+                 knobs: Knobs | None = None, tmp: tempfile.TemporaryDirectory | None = None):  # fmt: skip
+        self.world = world
+        self.pages = pages
+        self.index = index
+        self.model: WorldModel = model or TemplateWorldModel()
+        self.knobs = knobs if knobs is not None else world.spec.web.knobs
+        self.entity_ids = world.entities.ids
+        self._tmp = tmp  # keeps an in-memory build's index directory alive
+
+    # -- building and persistence --------------------------------------------------------
+    @classmethod
+    def build(cls, world, path: str | Path | None = None, *, progress: Callable[[str], None] | None = None) -> Web:
+        """Render every page and index it. With ``path`` the index is written there (a world
+        directory's ``index/``), else to a temporary directory that lives as long as the Web."""
+        pages = render_pages(world, pool=world.spec.web.perturbation_pool, progress=progress)
+        tmp = None
+        if path is None:
+            tmp = tempfile.TemporaryDirectory(prefix="fictionworld-index-")
+            index_dir = Path(tmp.name)
+        else:
+            index_dir = Path(path)
+        if progress:
+            progress("index")
+        text = pages.table.column("text")
+        docs = ((pages.titles[i], plain_text(text[i].as_py())) for i in range(len(pages)))
+        index = TantivyIndex.build(docs, index_dir)
+        return cls(world, pages, index, tmp=tmp)
+
+    def save(self, directory: str | Path) -> None:
+        """Writes ``pages.arrow``, ``index/`` and ``web.json`` (last) into a world directory."""
+        d = Path(directory)
+        target = d / "index"
+        if self.index.path is None or self.index.path.resolve() != target.resolve():
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(self.index.path, target)
+        self.pages.save(d / "pages.arrow")
+        (d / "web.json").write_text(json.dumps(self.manifest(), indent=2) + "\n")
+
+    def manifest(self) -> dict:
+        import tantivy
+
+        return {
+            "format": WEB_FORMAT,
+            "renderer": RENDERER,
+            "backend": f"tantivy {tantivy.__version__}",
+            "world_hash": self.world.world_hash,
+            "perturbation_pool": self.world.spec.web.perturbation_pool,
+            "pages": len(self.pages),
+        }
+
+    @classmethod
+    def load(cls, world, directory: str | Path) -> Web:
+        d = Path(directory)
+        try:
+            meta = json.loads((d / "web.json").read_text())
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{d} has no web (run `fictionworld index {d}`)") from None
+        except json.JSONDecodeError as e:
+            raise WebError(f"{d / 'web.json'}: not valid JSON ({e.msg})") from None
+        if meta.get("format") != WEB_FORMAT or meta.get("renderer") != RENDERER:
+            raise WebError(f"{d}: web built by {meta.get('renderer')!r}, this is {RENDERER}; rebuild it")
+        if meta.get("world_hash") != world.world_hash:
+            raise WebError(f"{d}: the web was built for another world (hash mismatch); rebuild it")
+        try:
+            pages = PageTable.load(d / "pages.arrow")
+        except (OSError, ValueError) as e:
+            raise WebError(f"{d / 'pages.arrow'}: unreadable ({e})") from None
+        if len(pages) != meta.get("pages"):
+            raise WebError(f"{d / 'pages.arrow'}: {len(pages)} pages, manifest says {meta.get('pages')}")
+        try:
+            index = TantivyIndex.open(d / "index")
+        except (OSError, ValueError) as e:
+            raise WebError(f"{d / 'index'}: unreadable search index ({e})") from None
+        if index.num_docs != len(pages):
+            raise WebError(f"{d / 'index'}: {index.num_docs} documents for {len(pages)} pages; rebuild it")
+        return cls(world, pages, index)
+
+    # -- lookups -------------------------------------------------------------------------
+    @cached_property
+    def linker(self) -> EntityLinker:
+        e = self.world.entities
+        return EntityLinker(e.name.tolist(), e.aliases.tolist())
+
+    @cached_property
+    def _article_of(self) -> np.ndarray:
+        """Entity row -> page row of its encyclopedia article."""
+        out = np.full(len(self.world.entities), -1, np.int64)
+        rows = np.flatnonzero(self.pages.kind == "article")
+        out[self.pages.entity[rows]] = rows
+        return out
+
+    def article_url_of(self, entity_id: str) -> str:
+        return self.pages.urls[int(self._article_of[self.world.row(entity_id)])]
+
+    def rates(self, knobs: Knobs) -> np.ndarray:
+        return np.array([knobs.rate_of(layer) for layer in LAYERS], np.float32)
+
+    def leaks(self, query: str, page: int, rate: float) -> bool:
+        """Whether this result's snippet shows values: a fixed draw per (query, page)."""
+        if rate <= 0:
+            return False
+        key = int.from_bytes(" ".join(words(query)).encode()[:8].ljust(8, b"\0"), "little") ^ len(query)
+        return float(mix64(np.array([page]), key)[0]) / 2**64 < rate
+
+    # -- the tools -----------------------------------------------------------------------
+    def hits(self, query: str, n: int, knobs: Knobs | None = None) -> list[Hit]:
+        """The best ``n`` visible pages for ``query``: linked entities' articles first, then
+        BM25 (title boosted); ties by page row."""
+        knobs = knobs or self.knobs
+        if not isinstance(query, str) or not query.strip():
+            raise WebError("empty query: give some words to search for")
+        if len(query) > MAX_QUERY_CHARS:
+            raise WebError(f"query too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
+        ix = self.index
+        tokens = ix.analyze(query)
+        links: list[Link] = self.linker.link(query, known=lambda w: any(ix.doc_freq(t) > 0 for t in ix.analyze(w)))
+        if links:
+            fixed = " ".join(links[0].corrected)
+            tokens += [t for t in ix.analyze(fixed) if t not in tokens]
+        rates = self.rates(knobs)
+        fetch = max(50, 3 * n)
+        while True:
+            pids, scores = ix.search(tokens, fetch)
+            keep = self.pages.visible(pids, rates)
+            if keep.sum() >= n or len(pids) < fetch or fetch >= 100_000:
+                break
+            fetch *= 4
+        pids, scores = pids[keep], scores[keep]
+        top = float(scores[0]) if len(scores) else 0.0
+        out: list[Hit] = []
+        seen: set[int] = set()
+        for link in links:
+            art = int(self._article_of[link.row])
+            if art >= 0 and art not in seen:
+                out.append(Hit(art, top + link.score / 100))
+                seen.add(art)
+        out += [Hit(p, s) for p, s in zip(pids.tolist(), scores.tolist()) if p not in seen]
+        return out[:n]
+
+    def search(self, query: str, k: int | None = None, page: int = 1, knobs: Knobs | None = None) -> list[SearchResult]:
+        """Ranked results ``page`` (1-based) of ``k`` each (default: the knobs' results_per_page)."""
+        knobs = knobs or self.knobs
+        k = knobs.results_per_page if k is None else k
+        if not isinstance(k, int) or not 1 <= k <= 100:
+            raise WebError(f"k must be between 1 and 100, not {k!r}")
+        if not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
+            raise WebError(f"page must be between 1 and {MAX_PAGE}, not {page!r}")
+        hits = self.hits(query, k * page, knobs)[(page - 1) * k :]
+        return self.model.render_results(self, query, hits, knobs)
+
+    def open(self, url: str, knobs: Knobs | None = None) -> Page | PageNotFound:
+        """The page at ``url`` (``?page=N`` selects a directory page), or PageNotFound for a
+        well-formed URL that names nothing in this episode's web; WebError if not a URL."""
+        knobs = knobs or self.knobs
+        base, number = _parse_url(url)
+        row = self.pages.row_of_url.get(base)
+        if row is None or not self.pages.visible(np.array([row]), self.rates(knobs))[0]:
+            return PageNotFound(url=url)
+        page = self.model.render_page(self, row, number, knobs)
+        if isinstance(page, Page) and page.page_count > 1:
+            page = page.model_copy(update={"fact_ids": self._facts_about(page.fact_ids, page.entity_ids)})
+        return page
+
+    def _facts_about(self, fact_ids: tuple[int, ...], entity_ids: tuple[str, ...]) -> tuple[int, ...]:
+        f = self.world.facts
+        rows = np.searchsorted(f.id, np.array(fact_ids, np.int64))
+        subjects = set(self.world.row(e) for e in entity_ids)
+        return tuple(int(i) for i, r in zip(fact_ids, rows.tolist()) if int(f.subject[r]) in subjects)
+
+    def session(self, knobs: Knobs | None = None, seed: int = 0) -> WebSession:
+        return WebSession(self, knobs or self.knobs, seed)
+
+
+def _parse_url(url: str) -> tuple[str, int]:
+    if not isinstance(url, str) or not url.strip():
+        raise WebError("empty URL: give the full address of a page (https://…)")
+    url = url.strip()
+    if len(url) > 2_000 or any(c.isspace() for c in url):
+        raise WebError(f"malformed URL {url[:80]!r}: no spaces, at most 2,000 characters")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or "." not in parts.netloc:
+        raise WebError(f"malformed URL {url[:80]!r}: expected http(s)://host/path")
+    number = 1
+    if parts.query:
+        q = dict(x.split("=", 1) for x in parts.query.split("&") if "=" in x)
+        if "page" in q:
+            if not q["page"].isdigit() or not 1 <= int(q["page"]) <= 100_000:
+                raise WebError(f"malformed URL {url[:80]!r}: page must be a positive number")
+            number = int(q["page"])
+    path = unquote(parts.path).rstrip("/")
+    return f"https://{parts.netloc.lower()}{path}", number
+
+
+class ToolResult(BaseModel):
+    """One tool call's observation: the text an agent reads, plus the structured result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    text: str
+    fault: str | None = None
+    results: tuple[SearchResult, ...] = ()
+    page: Page | None = None
+
+
+class WebSession:
+    """One episode's view of the web: fixed knobs, and injected faults drawn from ``seed`` in
+    call order (same seed and calls, same faults)."""
+
+    def __init__(self, web: Web, knobs: Knobs, seed: int):
+        self.web, self.knobs = web, knobs
+        self._rng = random.Random(seed)
+        self.calls = 0
+        self.faults = 0
+
+    def _fault(self) -> str | None:
+        self.calls += 1
+        draw, kind = self._rng.random(), self._rng.randrange(len(self.knobs.fault_kinds))
+        if draw < self.knobs.fault_rate:
+            self.faults += 1
+            return self.knobs.fault_kinds[kind]
+        return None
+
+    def search(self, query: str, k: int | None = None, page: int = 1) -> ToolResult:
+        if fault := self._fault():
+            return ToolResult(ok=False, text=FAULT_TEXT[fault], fault=fault)
+        try:
+            results = self.web.search(query, k, page, self.knobs)
+        except WebError as e:
+            return ToolResult(ok=False, text=f"Error: {e}")
+        k = self.knobs.results_per_page if k is None else k
+        return ToolResult(ok=True, text=format_results(query, results, (page - 1) * k), results=tuple(results))
+
+    def open(self, url: str) -> ToolResult:
+        if fault := self._fault():
+            return ToolResult(ok=False, text=FAULT_TEXT[fault], fault=fault)
+        try:
+            page = self.web.open(url, self.knobs)
+        except WebError as e:
+            return ToolResult(ok=False, text=f"Error: {e}")
+        if isinstance(page, PageNotFound):
+            return ToolResult(ok=False, text=page.markdown())
+        return ToolResult(ok=True, text=page.markdown(), page=page)
