@@ -37,7 +37,7 @@ if profile:
     print(s.getvalue(), file=sys.stderr)
 t = time.perf_counter(); violations = fw.check_world(world); t_check = time.perf_counter() - t
 with tempfile.TemporaryDirectory() as d:
-    t = time.perf_counter(); world.save(d + "/w"); t_save = time.perf_counter() - t
+    t = time.perf_counter(); world.save(d + "/w", web=False); t_save = time.perf_counter() - t
     t = time.perf_counter(); fw.World.load(d + "/w"); t_load = time.perf_counter() - t
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 out = dict(n=n, entities=len(world.entities), facts=len(world.facts), gazetteer_s=t_gaz, gen_s=t_gen,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fictionworld.check import check_world
 from fictionworld.determinism import check_determinism
+from fictionworld.knobs import Knobs, Schedule, WebSpec
 from fictionworld.records import Entity, Fact, Violation, ViolationKind
 from fictionworld.spec import EntityTypeConfig, WorldSpec, default_spec
 from fictionworld.storage import WorldFormatError, load_world
@@ -30,6 +31,9 @@ __all__ = [
     "WorldFormatError",
     "load_world",
     "FORMAT",
+    "Knobs",
+    "Schedule",
+    "WebSpec",
     "__version__",
 ]
 __version__ = "0.1.0"

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+import fictionworld as fw
+
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 
@@ -15,7 +17,9 @@ def test_notebook_code_runs(path, capsys):
     for cell in cells:
         if cell["cell_type"] == "code":
             exec(compile("".join(cell["source"]), f"{path.name}", "exec"), ns)
-    assert ns["again"].world_hash == ns["world"].world_hash
+    assert isinstance(ns["world"], fw.World)
+    if "again" in ns:  # the tour saves and reloads its world
+        assert ns["again"].world_hash == ns["world"].world_hash
 
 
 def test_there_is_a_notebook():

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["Hit", "WorldModel", "TemplateWorldModel", "make_snippet", "SNIPPET_CHARS"]
 
 SNIPPET_CHARS = 240
+MAX_SENTENCES = 40  # snippets come from the first sentences of long pages
+SCAN_CHARS = 4_000
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 _DATE = re.compile(
@@ -55,10 +57,13 @@ def make_snippet(text: str, query: str, *, leak: bool, keep: frozenset[str] = fr
     """A query-dependent excerpt: the sentences that match the query best. Unless ``leak``,
     values are teased: dates, numbers and linked names the query does not mention become "…"."""
     q = {_stem(w) for w in words(query)}
-    sentences = [s for s in _SENTENCES.split(text) if s.strip() and not s.startswith("#")]
+    sentences = [
+        s for s in _SENTENCES.split(text[:SCAN_CHARS], maxsplit=MAX_SENTENCES) if s.strip() and not s.startswith("#")
+    ]
     if not sentences:
         return ""
-    scores = [len(q & {_stem(w) for w in words(_LINK.sub(r"\1", s))}) for s in sentences]
+    # word stems as substrings of the lowercased sentence: cheap, and good enough to pick one
+    scores = [sum(1 for x in q if x in s.lower()) for s in sentences]
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     picked, size = [], 0
     for s in sentences[best:]:

@@ -78,6 +78,20 @@ def _date(days: int):
     return from_days(days)
 
 
+# Per predicate code: (name, is relation, temporal, undated / ended / plain sentence pools).
+_PRED_TABLE = [
+    (
+        p,
+        p in RELATIONS,
+        p in RELATIONS and RELATIONS[p].temporal,
+        RELATION_SENTENCES_UNDATED.get(p, ()),
+        RELATION_SENTENCES_ENDED.get(p, ()),
+        RELATION_SENTENCES.get(p, ()),
+    )
+    for p in PREDICATES
+]
+
+
 def plain_text(markdown: str) -> str:
     """Markdown without link targets and emphasis: what the index reads."""
     return _LINK.sub(r"\1", markdown).replace("**", "").replace("#", "")
@@ -198,19 +212,19 @@ class _Renderer:
 
     def sentence(self, r: int, *, salt: int = 0, subject_plain: bool = True, value=None) -> str:
         """One fact as a sentence. ``value`` overrides the stated value (conflicting pages)."""
-        p = PREDICATES[self.pred[r]]
+        p, is_rel, temporal, undated, ended, plain = _PRED_TABLE[self.pred[r]]
         h = self.h[r] + salt
         s = self.names[self.subj[r]] if subject_plain else self.link(self.subj[r])
-        if p in RELATIONS:
+        if is_rel:
             o = self.obj[r]
             o_text = self.link(o) if subject_plain else self.names[o]
             st, en = self.start[r], self.end[r]
-            if RELATIONS[p].temporal and st == NA_DATE:
-                pool = RELATION_SENTENCES_UNDATED[p]
-            elif en != NA_DATE and p in RELATION_SENTENCES_ENDED:
-                pool = RELATION_SENTENCES_ENDED[p]
+            if temporal and st == NA_DATE:
+                pool = undated
+            elif en != NA_DATE and ended:
+                pool = ended
             else:
-                pool = RELATION_SENTENCES[p]
+                pool = plain
             t = pool[h % len(pool)]
             dv = (h >> 5) % 4
             return t.format(

@@ -28,6 +28,7 @@ __all__ = ["Web", "WebSession", "ToolResult", "format_results", "WEB_FORMAT", "M
 WEB_FORMAT = "fictionworld-web/1"
 MAX_QUERY_CHARS = 1_000
 MAX_PAGE = 100
+COMMON_WORD_PAGES = 25
 FAULT_TEXT = {
     "timeout": "Error: the request timed out after 30 seconds. Please try again.",
     "server_error": "Error: 503 Service Unavailable. The server could not handle the request; please try again.",
@@ -163,7 +164,10 @@ class Web:
             raise WebError(f"query too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
         ix = self.index
         tokens = ix.analyze(query)
-        links: list[Link] = self.linker.link(query, known=lambda w: any(ix.doc_freq(t) > 0 for t in ix.analyze(w)))
+        # A word on many pages is a real word, not a misspelt name: skip the fuzzy path for it.
+        links: list[Link] = self.linker.link(
+            query, known=lambda w: any(ix.doc_freq(t) >= COMMON_WORD_PAGES for t in ix.analyze(w))
+        )
         if links:
             fixed = " ".join(links[0].corrected)
             tokens += [t for t in ix.analyze(fixed) if t not in tokens]

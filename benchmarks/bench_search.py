@@ -1,0 +1,174 @@
+"""Search speed: index build, load, and query latency of the web of a 100k (and 1M) world,
+next to bm25s and rank-bm25 on the same pages and queries in the same process.
+
+    python benchmarks/bench_search.py                        # 100k with peers
+    python benchmarks/bench_search.py --sizes 1000000 --no-peers
+
+Each size runs in a fresh subprocess (its own RSS). Latencies are single-query, one at a time,
+on one core (the process is pinned to one CPU where the OS allows). "engine" is the index alone
+(tokenise + top-10); "retrieval" adds entity linking (rapidfuzz) and visibility filtering under the default
+knobs (``Web.hits``); "search tool" is the whole ``world.search``: retrieval plus rendering the
+ten results with query-dependent snippets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+CHILD = r"""
+import json, os, sys, tempfile, time
+import numpy as np, psutil
+n, peers, rank_n = int(sys.argv[1]), sys.argv[2] == "1", int(sys.argv[3])
+try:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+except (AttributeError, OSError):
+    pass
+proc = psutil.Process()
+rss = lambda: proc.memory_info().rss / 2**30
+import fictionworld as fw
+from fictionworld.web import Web
+from fictionworld.web.index import TantivyIndex
+from fictionworld.web.render import plain_text, render_pages
+out = {"entities": n}
+t = time.perf_counter(); world = fw.generate(seed=1, entities=n); out["generate_s"] = time.perf_counter() - t
+t = time.perf_counter(); pages = render_pages(world, pool=world.spec.web.perturbation_pool); out["render_s"] = time.perf_counter() - t
+out["pages"] = len(pages)
+text = pages.table.column("text")
+t = time.perf_counter(); docs = [(pages.titles[i], plain_text(text[i].as_py())) for i in range(len(pages))]; out["plain_s"] = time.perf_counter() - t
+tmp = tempfile.TemporaryDirectory()
+r0 = rss(); t = time.perf_counter(); ix = TantivyIndex.build(iter(docs), tmp.name + "/ix"); out["tantivy_build_s"] = time.perf_counter() - t
+out["tantivy_build_rss_gib"] = rss() - r0
+web = Web(world, pages, ix); world.web = web
+t = time.perf_counter(); world.save(tmp.name + "/w"); out["save_s"] = time.perf_counter() - t
+
+# realistic queries, fixed by seed: names, name + attribute, misspellings, categories, relations
+rng = np.random.default_rng(0)
+e = world.entities
+names = e.name.tolist()
+def typo(s):
+    w = s.split(" "); i = max(range(len(w)), key=lambda k: len(w[k])); x = w[i]
+    if len(x) > 4: j = int(rng.integers(1, len(x) - 2)); w[i] = x[:j] + x[j + 1] + x[j] + x[j + 2:]
+    return " ".join(w)
+words = {"person": ["born", "occupation", "married"], "company": ["founded", "employees", "headquarters", "CEO"],
+         "city": ["population", "area"], "book": ["author", "published"], "film": ["director", "release"],
+         "album": ["tracks", "released"], "product": ["price", "launched"], "event": ["attendance", "held"]}
+queries = []
+for r in rng.choice(len(e), 1200, replace=False).tolist():
+    t_ = e.type_of(r); kind = len(queries) % 6
+    if kind == 0: queries.append(names[r])
+    elif kind in (1, 2) and t_ in words: queries.append(f"{names[r]} {words[t_][int(rng.integers(len(words[t_])))]}")
+    elif kind == 3: queries.append(typo(names[r]))
+    elif kind == 4: queries.append(pages.titles[int(rng.choice(np.flatnonzero(pages.kind == "list")))].lower())
+    else: queries.append(f"who {['founded', 'directed', 'wrote', 'won'][len(queries) % 4]} {names[r]}")
+out["queries"] = len(queries)
+
+def lat(fn, qs):
+    ts = []
+    for q in qs:
+        t = time.perf_counter(); fn(q); ts.append(time.perf_counter() - t)
+    ts = np.array(ts) * 1000
+    return {"p50_ms": float(np.percentile(ts, 50)), "p99_ms": float(np.percentile(ts, 99)), "qps": float(len(ts) / (ts.sum() / 1000))}
+
+for q in queries[:50]: web.search(q, k=10)  # warm the linker and caches
+out["tantivy_engine"] = lat(lambda q: ix.search(ix.analyze(q), 10), queries)
+out["retrieval"] = lat(lambda q: web.hits(q, 10), queries)
+out["search_tool"] = lat(lambda q: web.search(q, k=10), queries)
+out["open_tool"] = lat(lambda u: web.open(u), [pages.urls[i] for i in rng.choice(len(pages), 1000).tolist()])
+
+# load: a saved world opens for searching (world + web + linker + first query)
+t = time.perf_counter(); w2 = fw.World.load(tmp.name + "/w"); t_world = time.perf_counter() - t
+t = time.perf_counter(); w2.search(queries[0], k=10); t_web = time.perf_counter() - t
+out["load"] = {"world_s": t_world, "web_and_first_query_s": t_web, "total_s": t_world + t_web}
+del w2
+
+if peers:
+    plain = [f"{a} {b}" for a, b in docs]
+    import bm25s
+    try:
+        import numba  # noqa: F401
+        backend = "numba"
+    except ImportError:
+        backend = "numpy"
+    r0 = rss(); t = time.perf_counter()
+    toks = bm25s.tokenize(plain, stopwords="en", show_progress=False)
+    bm = bm25s.BM25(backend=backend); bm.index(toks, show_progress=False)
+    out["bm25s_build_s"] = time.perf_counter() - t; out["bm25s_build_rss_gib"] = rss() - r0
+    out["bm25s_backend"] = backend
+    def bq(q):
+        qt = bm25s.tokenize([q], stopwords="en", show_progress=False)
+        if len(qt.vocab):
+            bm.retrieve(qt, k=10, show_progress=False, n_threads=1)
+    for q in queries[:20]: bq(q)  # numba compiles on first use
+    out["bm25s_engine"] = lat(bq, queries)
+    del bm, toks
+    from rank_bm25 import BM25Okapi
+    import re
+    tok = lambda s: re.findall(r"\w+", s.lower())
+    r0 = rss(); t = time.perf_counter(); rb = BM25Okapi([tok(p) for p in plain])
+    out["rank_bm25_build_s"] = time.perf_counter() - t; out["rank_bm25_build_rss_gib"] = rss() - r0
+    def rq(q):
+        s = rb.get_scores(tok(q)); np.argpartition(-s, 10)[:10]
+    out["rank_bm25_engine"] = lat(rq, queries[:rank_n]); out["rank_bm25_queries"] = rank_n
+out["peak_rss_gib"] = proc.memory_info().rss / 2**30
+import resource
+out["max_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+print(json.dumps(out))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--no-peers", action="store_true", help="skip bm25s and rank-bm25")
+    ap.add_argument("--rank-bm25-queries", type=int, default=100, help="rank-bm25 scans every page per query")
+    args = ap.parse_args()
+    for n in args.sizes:
+        r = subprocess.run(
+            [sys.executable, "-c", CHILD, str(n), "0" if args.no_peers else "1", str(args.rank_bm25_queries)],
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode:
+            print(r.stderr, file=sys.stderr)
+            raise SystemExit(r.returncode)
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+        print(f"\n== {d['entities']:,} entities: {d['pages']:,} pages, {d['queries']:,} queries ==")
+        print(
+            f"generate {d['generate_s']:.1f} s | render {d['render_s']:.1f} s | tantivy build {d['tantivy_build_s']:.1f} s "
+            f"(+{d['tantivy_build_rss_gib']:.2f} GiB) | save {d['save_s']:.1f} s | max RSS {d['max_rss_gib']:.2f} GiB"
+        )
+        ld = d["load"]
+        print(
+            f"open saved world for searching: {ld['total_s']:.2f} s (world {ld['world_s']:.2f} s + web, linker, first query {ld['web_and_first_query_s']:.2f} s)"
+        )
+        rows = [
+            ("tantivy engine", d["tantivy_engine"]),
+            ("retrieval (+linking, knobs)", d["retrieval"]),
+            ("world.search tool (+10 snippets)", d["search_tool"]),
+            ("world.open tool", d["open_tool"]),
+        ]
+        if "bm25s_engine" in d:
+            rows += [
+                (f"bm25s engine ({d['bm25s_backend']})", d["bm25s_engine"]),
+                (f"rank-bm25 engine ({d['rank_bm25_queries']} q)", d["rank_bm25_engine"]),
+            ]
+        print(f"{'':32} {'p50 ms':>9} {'p99 ms':>9} {'q/s':>9}")
+        for name, m in rows:
+            print(f"{name:32} {m['p50_ms']:9.3f} {m['p99_ms']:9.3f} {m['qps']:9.0f}")
+        if "bm25s_engine" in d:
+            t = d["tantivy_engine"]["p50_ms"]
+            print(
+                f"build: bm25s {d['bm25s_build_s']:.1f} s (+{d['bm25s_build_rss_gib']:.2f} GiB), rank-bm25 {d['rank_bm25_build_s']:.1f} s (+{d['rank_bm25_build_rss_gib']:.2f} GiB)"
+            )
+            print(
+                f"p50 ratio: rank-bm25 / tantivy = {d['rank_bm25_engine']['p50_ms'] / t:.0f}x; bm25s / tantivy = {d['bm25s_engine']['p50_ms'] / t:.2f}x; "
+                f"rank-bm25 / whole search tool = {d['rank_bm25_engine']['p50_ms'] / d['search_tool']['p50_ms']:.0f}x"
+            )
+        print(json.dumps(d), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

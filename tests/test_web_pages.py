@@ -1,0 +1,96 @@
+"""Pages: every fact findable (coverage, and the comparison test), variety, determinism."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+from web_helpers import states
+
+import fictionworld as fw
+from fictionworld.surface import extract_dates
+from fictionworld.web import Page, coverage, render_pages
+from fictionworld.web.pages import PAGE_KINDS
+
+
+@pytest.fixture(scope="module")
+def web(world):
+    return world.web
+
+
+def test_every_page_kind_is_rendered(web):
+    kinds = Counter(web.pages.kind.tolist())
+    assert set(kinds) == set(PAGE_KINDS)
+    assert len(set(web.pages.urls)) == len(web.pages), "URLs are unique"
+
+
+def test_coverage_is_total_on_authoritative_pages(world, web):
+    assert coverage(world, web.pages) == 1.0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_sampled_fact_is_read_off_a_page_found_by_searching_its_subject(seed):
+    """The comparison test: a graph query (the fact) equals what an agent reads off the web."""
+    world = fw.generate(seed=seed, entities=1_200)
+    assert coverage(world, world.web.pages) == 1.0
+    rows = np.random.default_rng(seed).choice(len(world.facts), 250, replace=False)
+    for r in rows.tolist():
+        fact = world.fact(r)
+        name = world.entity(fact.subject).name
+        found = False
+        for result in world.search(name, k=10):
+            page = world.open(result.url)
+            assert isinstance(page, Page)
+            if page.credibility == "high" and fact.id in page.fact_ids and states(world, fact, page.text):
+                found = True
+                break
+        assert found, f"{fact} not readable from the results for {name!r}"
+
+
+def test_pages_state_exactly_their_facts(world, web):
+    """Every fact a page claims (fact_ids) can be read off its text: no claim is hollow."""
+    rows = np.flatnonzero(web.pages.layer == 0)
+    by_id = {int(i): r for r, i in enumerate(world.facts.id.tolist())}
+    for row in np.random.default_rng(0).choice(rows, 300, replace=False).tolist():
+        page = web.pages.page(row, world.entities.ids)
+        if page.kind == "list":
+            continue
+        for fid in page.fact_ids:
+            fact = world.fact(by_id[fid])
+            assert states(world, fact, page.text), (page.url, fact)
+
+
+def test_surface_forms_vary(web):
+    texts = "\n".join(web.pages.text(i) for i in range(0, len(web.pages), 3))
+    assert re.search(r"\b\d{4}-\d{2}-\d{2}\b", texts)  # 1987-03-14
+    assert re.search(r"\b[A-Z][a-z]+ \d{1,2}, \d{4}\b", texts)  # March 14, 1987
+    assert re.search(r"\b\d{1,2} [A-Z][a-z]+ \d{4}\b", texts)  # 14 March 1987
+    assert re.search(r"\b\d{1,3}(,\d{3})+ (people|employees|students)\b", texts)
+    assert re.search(r"\b\d+(\.\d+)? (thousand|million)\b", texts)
+    assert extract_dates(texts)
+    # several phrasings of one relation
+    assert len(set(re.findall(r"(was born in|is a native of|The birthplace of)", texts))) == 3
+
+
+def test_rendering_is_deterministic(world, web):
+    again = render_pages(world, pool=world.spec.web.perturbation_pool)
+    assert again.table.equals(web.pages.table)
+
+
+def test_directory_pages_name_only(world, web):
+    """No single page gives away a wide answer: directories list names, no attribute values."""
+    rows = np.flatnonzero(web.pages.kind == "list")
+    for r in rows[:200].tolist():
+        text = web.pages.text(r)
+        assert all(line.startswith("- [") for line in text.splitlines())
+        assert not extract_dates(text)
+
+
+def test_perturbation_pages_are_never_authoritative(world, web):
+    low = np.flatnonzero(web.pages.layer > 0)
+    assert len(low) > 0
+    for r in low[:300].tolist():
+        page = web.pages.page(r, world.entities.ids)
+        assert page.credibility == "low" and not page.fact_ids

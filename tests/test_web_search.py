@@ -1,0 +1,174 @@
+"""The search and open tools: ranking, entity linking, determinism, formats, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import fictionworld as fw
+from fictionworld.cli import app
+from fictionworld.web import Page, PageNotFound, Web, WebError, format_results
+
+SERP = re.compile(r"\[(\d+)\] https://\S+\nTitle: .+\nSnippet: .*\nDate: [A-Z][a-z]{2} \d{1,2}, \d{4}")
+
+
+def _unique_named(world, types, n, seed=0):
+    e = world.entities
+    names = e.name.tolist()
+    counts = {}
+    for x in names:
+        counts[x] = counts.get(x, 0) + 1
+    rows = [r for r in np.flatnonzero(np.isin(e.type_code, [fw.World.__module__ and t for t in types])).tolist()]
+    rows = [r for r in rows if counts[names[r]] == 1]
+    return np.random.default_rng(seed).choice(rows, min(n, len(rows)), replace=False).tolist()
+
+
+def _codes(*types):
+    from fictionworld.tables import TYPE_CODE
+
+    return [TYPE_CODE[t] for t in types]
+
+
+def test_a_name_finds_its_article_first(world):
+    for r in _unique_named(world, _codes("person", "company", "city", "book", "film", "event"), 60):
+        top = world.search(world.entities.name[r], k=3)[0]
+        assert top.url == world.web.article_url_of(world.entities.ids[r])
+
+
+def _misspell(name: str) -> str:
+    words = name.split(" ")
+    i = max(range(len(words)), key=lambda k: len(words[k]))
+    w = words[i]
+    words[i] = w[:2] + w[3] + w[2] + w[4:]  # swap two inner letters
+    return " ".join(words)
+
+
+def test_misspelt_names_still_find_their_entity(world):
+    rows = [r for r in _unique_named(world, _codes("person", "company", "city"), 80, 1)]
+    rows = [r for r in rows if max(len(w) for w in world.entities.name[r].split()) >= 6][:40]
+    assert len(rows) >= 20
+    for r in rows:
+        query = _misspell(world.entities.name[r])
+        urls = [x.url for x in world.search(query, k=3)]
+        assert world.web.article_url_of(world.entities.ids[r]) in urls, query
+
+
+def test_partial_names_and_aliases_find_their_entity(world):
+    e = world.entities
+    companies = [r for r in _unique_named(world, _codes("company"), 30, 2) if e.aliases[r]]
+    assert companies
+    for r in companies:  # the alias is the company's distinctive stem ("Sianbral")
+        urls = [x.url for x in world.search(e.aliases[r][0], k=5)]
+        assert world.web.article_url_of(e.ids[r]) in urls
+
+
+def test_same_query_same_results_and_pages_do_not_overlap(world):
+    q = "company founded in the software industry"
+    a, b = world.search(q, k=5), world.search(q, k=5)
+    assert a == b
+    p2 = world.search(q, k=5, page=2)
+    assert not {x.url for x in a} & {x.url for x in p2}
+    assert [x.url for x in world.search(q, k=10)] == [x.url for x in a + p2]
+    scores = [x.score for x in world.search(q, k=10)]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_results_render_in_the_agent_format(world):
+    results = world.search("football team stadium", k=4)
+    text = format_results("football team stadium", results)
+    blocks = text.split("\n\n")
+    assert len(blocks) == 4
+    assert [int(SERP.fullmatch(b).group(1)) for b in blocks] == [1, 2, 3, 4]
+    assert "No results" in format_results("zzzz", [])
+
+
+def test_open_returns_markdown_or_a_readable_not_found(world):
+    url = world.search("university", k=1)[0].url
+    page = world.open(url)
+    assert isinstance(page, Page) and page.markdown().startswith(f"# {page.title}\n\nURL: {url}")
+    missing = world.open("https://en.fictopedia.org/wiki/No_Such_Page_Anywhere")
+    assert isinstance(missing, PageNotFound) and "404" in missing.markdown()
+    assert isinstance(world.open(url + "/"), Page)  # a trailing slash is the same page
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "not a url", "ftp://x.org/a", "https://nohost/a", "x" * 3000, None, 7])
+def test_malformed_urls_are_clear_errors(world, bad):
+    with pytest.raises(WebError):
+        world.open(bad)
+
+
+@pytest.mark.parametrize("bad", ["", "  ", "q" * 2000, None])
+def test_malformed_queries_are_clear_errors(world, bad):
+    with pytest.raises(WebError):
+        world.search(bad)
+
+
+def test_bad_k_and_page(world):
+    with pytest.raises(WebError):
+        world.search("x", k=0)
+    with pytest.raises(WebError):
+        world.search("x", page=0)
+
+
+def test_saved_world_searches_the_same(world, saved_world):
+    loaded = fw.World.load(saved_world)
+    for q in ["robotics", "born in", world.entities.name[5], "festival 2004"]:
+        assert loaded.search(q, k=5) == world.search(q, k=5)
+    url = world.search("award", k=1)[0].url
+    assert loaded.open(url) == world.open(url)
+
+
+def test_corrupt_or_foreign_web_files_are_clear_errors(world, tmp_path):
+    import shutil
+
+    d = tmp_path / "w"
+    world.save(d)
+    (d / "pages.arrow").write_bytes(b"garbage")
+    with pytest.raises(WebError, match="pages.arrow"):
+        Web.load(fw.World.load(d), d)
+    world.save(d, overwrite=True)
+    meta = json.loads((d / "web.json").read_text())
+    (d / "web.json").write_text(json.dumps(meta | {"world_hash": "0" * 40}))
+    with pytest.raises(WebError, match="another world"):
+        Web.load(fw.World.load(d), d)
+    world.save(d, overwrite=True)
+    shutil.rmtree(d / "index")
+    with pytest.raises(WebError, match="index"):
+        Web.load(fw.World.load(d), d)
+
+
+def test_cli_search_and_open(world, saved_world):
+    runner = CliRunner()
+    r = runner.invoke(app, ["search", str(saved_world), "robotics company", "--k", "3"])
+    assert r.exit_code == 0, r.output
+    assert [int(m.group(1)) for m in SERP.finditer(r.output)] == [1, 2, 3]
+    r = runner.invoke(app, ["search", str(saved_world), "robotics company", "--k", "3", "--json"])
+    data = json.loads(r.output)
+    assert len(data) == 3 and set(data[0]) == {"url", "title", "snippet", "date", "score"}
+    r = runner.invoke(app, ["open", str(saved_world), data[0]["url"], "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["found"] is True
+    r = runner.invoke(app, ["open", str(saved_world), data[0]["url"]])
+    assert r.output.startswith("# ")
+    r = runner.invoke(app, ["open", str(saved_world), "https://en.fictopedia.org/wiki/Nope"])
+    assert r.exit_code == 1 and "404" in r.output
+    r = runner.invoke(app, ["open", str(saved_world), "not a url"])
+    assert r.exit_code == 2 and "malformed URL" in r.output
+    r = runner.invoke(app, ["search", str(saved_world), "x", "--knob", "conflict_rate=7"])
+    assert r.exit_code == 2 and "bad knobs" in r.output
+
+
+def test_cli_indexes_a_world_saved_without_web(world, tmp_path):
+    d = tmp_path / "bare"
+    world.save(d, web=False)
+    assert not (d / "web.json").exists()
+    runner = CliRunner()
+    r = runner.invoke(app, ["search", str(d), world.entities.name[3], "--k", "1"])
+    assert r.exit_code == 0 and (d / "web.json").exists()
+    r = runner.invoke(app, ["index", str(d)])
+    assert r.exit_code == 1 and "already has a web" in r.output
+    r = runner.invoke(app, ["index", str(d), "--force"])
+    assert r.exit_code == 0, r.output

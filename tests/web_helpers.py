@@ -1,0 +1,30 @@
+"""Reading a fact's value back off a page's text, independently of how the renderer wrote it."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from fictionworld.records import Fact
+from fictionworld.schema import RELATIONS
+from fictionworld.surface import extract_dates, extract_numbers
+from fictionworld.web.render import plain_text
+
+
+def states(world, fact: Fact, markdown: str) -> bool:
+    """Whether ``markdown`` states ``fact``: its object's name (and dates) for a relation, its
+    value parsed back from any surface form for an attribute."""
+    text = plain_text(markdown)
+    dates = set(extract_dates(text))
+    if fact.predicate in RELATIONS:
+        if world.entity(fact.object).name not in text:
+            return False
+        return all(d in dates for d in (fact.start, fact.end) if d is not None)
+    v = fact.value
+    if isinstance(v, dt.date):
+        return v in dates
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v) in text
+    numbers = extract_numbers(text)
+    if isinstance(v, int):
+        return float(v) in numbers
+    return any(abs(x - v) < 1e-6 * max(1.0, abs(v)) for x in numbers)
