@@ -9,23 +9,20 @@ the knob rates; none of them is ever authoritative.
 
 from __future__ import annotations
 
-import random
-import re
 from collections import defaultdict
 from collections.abc import Callable
-from functools import lru_cache
 
 import numpy as np
 
-from fictionworld.dates import NA_DATE, from_days, years_of
+from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
-from fictionworld.seeding import mix64, rng
+from fictionworld.seeding import mix64
 from fictionworld.surface import format_date, format_float, format_int, format_money
 from fictionworld.tables import NA_INT, TYPE_NAMES
 from fictionworld.web.pages import PageTable
+from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
-    DISTRACTOR_KINDS,
     INCOMING,
     LABELS,
     LIST_BY_ATTRIBUTE,
@@ -38,22 +35,17 @@ from fictionworld.web.phrasing import (
     SECTION,
     TYPE_LABEL,
 )
+from fictionworld.web.text import DTYPE, a_or_an, article_slug, date_of, plain_text, slug
 
 __all__ = ["render_pages", "RENDERER", "ENCYCLOPEDIA", "DIRECTORY", "coverage", "article_slug", "plain_text"]
 
 RENDERER = "template-v0"
 ENCYCLOPEDIA = ("Fictopedia", "https://en.fictopedia.org/wiki/")
 DIRECTORY = ("Open Registry", "https://www.openregistry.info/list/")
-FORUM = ("Threadhaven forums", "https://forum.threadhaven.net/t/")
-BLOG = ("Notes from Nowhere", "https://www.notesfromnowhere.blog/")
-PROFILES = ("BizProfiles", "https://www.bizprofiles.info/profile/")
-FANSITE = ("Fanpedia", "https://www.fanpedia.club/")
 
 _COUNT_LIKE = {"population", "employees", "students", "attendance", "stadium_capacity"}
 _MONEY = {"revenue_usd", "box_office_usd"}
 _INFOBOX_UNIT = {"area_km2": " km²", "elevation_m": " m", "height_cm": " cm", "runtime_min": " min"}
-_DTYPE = {a.name: a.dtype for s in ENTITY_TYPES.values() for a in s.attributes}
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _SECTION_ORDER = (
     "Overview",
     "Location",
@@ -73,11 +65,6 @@ _SECTION_ORDER = (
 )
 
 
-@lru_cache(maxsize=1 << 17)
-def _date(days: int):
-    return from_days(days)
-
-
 # Per predicate code: (name, is relation, temporal, undated / ended / plain sentence pools).
 _PRED_TABLE = [
     (
@@ -90,27 +77,6 @@ _PRED_TABLE = [
     )
     for p in PREDICATES
 ]
-
-
-def plain_text(markdown: str) -> str:
-    """Markdown without link targets and emphasis: what the index reads."""
-    return _LINK.sub(r"\1", markdown).replace("**", "").replace("#", "")
-
-
-def _a(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
-_NON_WORD = re.compile(r"[^\w]+")
-
-
-def article_slug(name: str) -> str:
-    """Wikipedia-style: words joined by "_", letters of any script kept ("Paweł_Svopisvice")."""
-    return _NON_WORD.sub("_", name).strip("_") or "Page"
-
-
-def _slug(text: str) -> str:
-    return article_slug(text).lower().replace("_", "-")
 
 
 class _Rows:
@@ -146,7 +112,7 @@ class _Rows:
         c["u"].append(float(u))
 
 
-class _Renderer:
+class _Renderer(PerturbationPages):
     def __init__(self, world, pool: float, progress: Callable[[str], None] | None):
         self.world, self.pool_share, self.progress = world, pool, progress or (lambda _s: None)
         e, f = world.entities, world.facts
@@ -192,9 +158,9 @@ class _Renderer:
         return vals
 
     def fmt(self, p: str, v, h: int, *, infobox: bool = False) -> str:
-        dtype = _DTYPE[p]
+        dtype = DTYPE[p]
         if dtype == DType.DATE:
-            return format_date(_date(v), h % 4)
+            return format_date(date_of(v), h % 4)
         if dtype == DType.INT:
             if p in _MONEY:
                 return format_money(v, h)
@@ -230,14 +196,14 @@ class _Renderer:
             return t.format(
                 s=s,
                 o=o_text,
-                start=format_date(_date(st), dv) if st != NA_DATE else "",
-                end=format_date(_date(en), dv) if en != NA_DATE else "",
+                start=format_date(date_of(st), dv) if st != NA_DATE else "",
+                end=format_date(date_of(en), dv) if en != NA_DATE else "",
             )
         v = self.value[r] if value is None else value
         pool = ATTRIBUTE_SENTENCES[p]
         vt = self.fmt(p, v, h >> 5)
         t = pool[h % len(pool)]
-        out = t.format(s=s, v=vt, a=_a(vt))
+        out = t.format(s=s, v=vt, a=a_or_an(vt))
         return out[0].upper() + out[1:]
 
     # -- urls ----------------------------------------------------------------------------
@@ -270,7 +236,7 @@ class _Renderer:
             t = self.types[e]
             rows = self.by_subject[e].tolist()
             he = self.he[e]
-            lead = f"**{self.names[e]}** is {_a(TYPE_LABEL[t])} {TYPE_LABEL[t]}."
+            lead = f"**{self.names[e]}** is {a_or_an(TYPE_LABEL[t])} {TYPE_LABEL[t]}."
             if self.aliases[e]:
                 lead += f" Also known as: {', '.join(self.aliases[e])}."
             infobox, sections = [], defaultdict(list)
@@ -355,8 +321,8 @@ class _Renderer:
 
     def _news(self, key: int, title: str, published: int, text: str, entity: int, ents, facts) -> None:
         name, base = NEWS_SITES[key % len(NEWS_SITES)]
-        d = _date(published)
-        url = self.out.unique_url(f"{base}/{d.year}/{d.month:02d}/{d.day:02d}/{_slug(title)}")
+        d = date_of(published)
+        url = self.out.unique_url(f"{base}/{d.year}/{d.month:02d}/{d.day:02d}/{slug(title)}")
         self.out.add(url=url, site=name, title=title, kind="news", published=published, text=text, entity=entity,
                      entity_rows=ents, facts=facts)  # fmt: skip
 
@@ -381,7 +347,7 @@ class _Renderer:
         rows = [r for r in range(len(self.pred)) if self.pred[r] == won and self.start[r] != NA_DATE]
         groups: dict[tuple[int, int], list[int]] = defaultdict(list)
         for r in rows:
-            groups[(self.obj[r], _date(self.start[r]).year)].append(r)
+            groups[(self.obj[r], date_of(self.start[r]).year)].append(r)
         for (award, year), rs in sorted(groups.items()):
             title = f"{self.names[award]} {year}: recipients announced"
             text = " ".join(
@@ -435,7 +401,7 @@ class _Renderer:
             members = sorted(set(members), key=lambda r: (self.names[r], r))
             text = "\n".join(f"- {self.link(r)}" for r in members)
             self.out.add(
-                url=self.out.unique_url(DIRECTORY[1] + _slug(title)),
+                url=self.out.unique_url(DIRECTORY[1] + slug(title)),
                 site=DIRECTORY[0],
                 title=title,
                 kind="list",
@@ -445,122 +411,6 @@ class _Renderer:
                 entity_rows=members + ([about] if about >= 0 else []),
                 facts=facts,
             )
-
-    # -- perturbation layers -------------------------------------------------------------
-    def perturbations(self) -> None:
-        self.progress("pages: perturbation layers")
-        n = len(self.names)
-        pick = rng(self.seed, "web-perturbations")
-        pool = np.sort(pick.choice(n, size=int(round(self.pool_share * n)), replace=False)) if n else np.array([], int)
-        r = random.Random(int(pick.integers(2**63)))  # scalar draws: the stdlib generator is faster
-        real = set(self.names)
-        for e in pool.tolist():
-            self._conflict(e, r)
-            self._distractor(e, r)
-            self._confusable(e, r, real)
-
-    def _wrong(self, p: str, v, r: random.Random):
-        dtype = _DTYPE[p]
-        if dtype == DType.DATE:
-            return int(v + r.choice([-1, 1]) * r.randrange(400, 6000))
-        if dtype in (DType.INT, DType.FLOAT):
-            f = 1 + r.choice([-1, 1]) * r.uniform(0.15, 0.6)
-            w = v * f
-            if dtype == DType.INT:
-                w = int(round(w)) if abs(v) > 5 else v + int(r.choice([-3, -2, 2, 3]))
-                return w if w != v else w + 1
-            return round(w, 2 if p == "price_usd" else 1)
-        return None
-
-    def _conflict(self, e: int, r: random.Random) -> None:
-        rows = [x for x in self.by_subject[e].tolist() if PREDICATES[self.pred[x]] not in RELATIONS]
-        rows = [x for x in rows if _DTYPE[PREDICATES[self.pred[x]]] in (DType.DATE, DType.INT, DType.FLOAT)]
-        if not rows:
-            return
-        pick = sorted(r.sample(range(len(rows)), min(2, len(rows))))
-        wrong = [(rows[i], self._wrong(PREDICATES[self.pred[rows[i]]], self.value[rows[i]], r)) for i in pick]
-        name, p0 = self.names[e], PREDICATES[self.pred[wrong[0][0]]]
-        users = [f"user{r.randrange(100, 99_999)}" for _ in range(3)]
-        claims = [self.sentence(x, salt=11, value=w) for x, w in wrong]
-        if r.random() < 0.5:
-            title = f"Does anyone know the {LABELS[p0][0].lower()} of {name}?"
-            text = (f"**{users[0]}:** Trying to settle an argument about {name}. Any ideas?\n\n"
-                    f"**{users[1]}:** I'm fairly sure about this one. {' '.join(claims)}\n\n"
-                    f"**{users[2]}:** Thanks, that matches what I heard.")  # fmt: skip
-            site, base, kind = FORUM[0], FORUM[1], "forum"
-        else:
-            title = f"What I learned about {name}"
-            text = f"A few notes I jotted down after reading about {name}. {' '.join(claims)} Interesting stuff."
-            site, base, kind = BLOG[0], BLOG[1], "blog"
-        self.out.add(
-            url=self.out.unique_url(base + _slug(title)),
-            site=site,
-            title=title,
-            kind=kind,
-            published=self.present - int(r.randrange(0, 3650)),
-            text=text,
-            entity=e,
-            entity_rows=[e],
-            contradicts=[self.fid[x] for x, _ in wrong],
-            layer="conflict",
-            u=r.random(),
-        )
-
-    def _distractor(self, e: int, r: random.Random) -> None:
-        kind, pattern = DISTRACTOR_KINDS[int(r.randrange(len(DISTRACTOR_KINDS)))]
-        title = pattern.format(n=self.names[e])
-        year = int(r.randrange(1950, _date(self.present).year + 1))
-        count = int(r.randrange(3, 5000))
-        place = next(
-            (
-                self.obj[x]
-                for x in self.by_subject[e].tolist()
-                if SECTION.get(PREDICATES[self.pred[x]]) in ("Location", "Life")
-            ),
-            -1,
-        )
-        where = f", from {self.names[place]}," if place >= 0 else ""
-        text = (f"**{title}** is {_a(kind)} {kind}{where} not to be confused with the {TYPE_LABEL[self.types[e]]} "
-                f"{self.names[e]}. It started out in {year} and today counts {count:,} followers.")  # fmt: skip
-        self.out.add(
-            url=self.out.unique_url(FANSITE[1] + _slug(title)),
-            site=FANSITE[0],
-            title=title,
-            kind="blog",
-            published=self.present - int(r.randrange(0, 3650)),
-            text=text,
-            entity=e,
-            layer="distractor",
-            u=r.random(),
-        )
-
-    def _confusable(self, e: int, r: random.Random, real: set[str]) -> None:
-        name = confusable_name(self.names[e], r, real)
-        if name is None:
-            return
-        rows = self.by_subject[e].tolist()
-        sent = []
-        for x in rows:
-            p = PREDICATES[self.pred[x]]
-            if p in RELATIONS:
-                if SECTION[p] in ("Location", "Life"):
-                    sent.append(self.sentence(x, salt=13).replace(self.names[e], name))
-                continue
-            w = self._wrong(p, self.value[x], r)
-            if w is not None:
-                sent.append(self.sentence(x, salt=13, value=w).replace(self.names[e], name))
-        t = TYPE_LABEL[self.types[e]]
-        self.out.add(
-            url=self.out.unique_url(PROFILES[1] + _slug(name)),
-            site=PROFILES[0],
-            title=f"{name} – {t} profile",
-            kind="profile",
-            published=self.present - int(r.randrange(0, 3650)),
-            text=f"**{name}** is {_a(t)} {t}. " + " ".join(sent),
-            entity=e,
-            layer="confusable",
-            u=r.random(),
-        )
 
     def run(self) -> PageTable:
         self.articles()
@@ -584,38 +434,6 @@ def hash_text(text: str) -> int:
     import hashlib
 
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=6).digest(), "little")
-
-
-_VOWELS = "aeiou"
-
-
-def confusable_name(name: str, r: random.Random, taken: set[str]) -> str | None:
-    """``name`` with one edit in its longest word (swap, double, drop or change a vowel) that
-    names nothing real. None if ten tries all hit a real name."""
-    words = name.split(" ")
-    i = max(range(len(words)), key=lambda k: len(words[k]))
-    w = words[i]
-    if len(w) < 4:
-        return None
-    for _ in range(10):
-        j = int(r.randrange(1, len(w) - 1))
-        op = int(r.randrange(4))
-        if op == 0:
-            v = w[:j] + w[j + 1] + w[j] + w[j + 2 :]
-        elif op == 1:
-            v = w[:j] + w[j] + w[j:]
-        elif op == 2:
-            v = w[:j] + w[j + 1 :]
-        else:
-            vs = [k for k in range(1, len(w)) if w[k] in _VOWELS]
-            if not vs:
-                continue
-            k = vs[int(r.randrange(len(vs)))]
-            v = w[:k] + _VOWELS[(_VOWELS.index(w[k]) + 1 + int(r.randrange(4))) % 5] + w[k + 1 :]
-        cand = " ".join(words[:i] + [v] + words[i + 1 :])
-        if cand != name and cand not in taken:
-            return cand
-    return None
 
 
 def render_pages(world, *, pool: float = 0.25, progress: Callable[[str], None] | None = None) -> PageTable:

@@ -1,0 +1,40 @@
+"""Small text helpers shared by the renderers: slugs, articles, link stripping, dates."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from fictionworld.dates import from_days
+from fictionworld.schema import ENTITY_TYPES
+
+__all__ = ["plain_text", "article_slug", "slug", "a_or_an", "date_of", "DTYPE"]
+
+DTYPE = {a.name: a.dtype for s in ENTITY_TYPES.values() for a in s.attributes}
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+@lru_cache(maxsize=1 << 17)
+def date_of(days: int):
+    return from_days(days)
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown without link targets and emphasis: what the index reads."""
+    return _LINK.sub(r"\1", markdown).replace("**", "").replace("#", "")
+
+
+def a_or_an(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+_NON_WORD = re.compile(r"[^\w]+")
+
+
+def article_slug(name: str) -> str:
+    """Wikipedia-style: words joined by "_", letters of any script kept ("Paweł_Svopisvice")."""
+    return _NON_WORD.sub("_", name).strip("_") or "Page"
+
+
+def slug(text: str) -> str:
+    return article_slug(text).lower().replace("_", "-")
