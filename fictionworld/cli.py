@@ -320,6 +320,8 @@ def spec_cmd(entities: Annotated[int, typer.Option(help="Target number of entiti
 
 
 def main() -> None:
+    import fictionworld.cli_tasks  # noqa: F401  (registers `tasks` and `score`)
+
     app()
 
 

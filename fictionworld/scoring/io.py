@@ -1,0 +1,136 @@
+"""Reading tasks and responses in this project's format and in the official WideSearch layout,
+and writing tasks out in the official layout."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from fictionworld.tasks.model import Evaluation, GoldTable, Task, TaskError, norm_header, read_tasks
+
+__all__ = ["load_tasks", "load_responses", "export_widesearch", "ResponseError"]
+
+
+class ResponseError(ValueError):
+    pass
+
+
+def _gold_from_csv(text: str, required: list[str]) -> GoldTable:
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        raise TaskError("empty gold CSV")
+    header = [norm_header(h.strip()) for h in rows[0]]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise TaskError(f"gold CSV lacks required columns {missing}")
+    idx = [header.index(c) for c in required]
+    body = [[r[i] if i < len(r) else "" for i in idx] for r in rows[1:] if any(x.strip() for x in r)]
+    return GoldTable(columns=list(required), rows=body)
+
+
+def load_tasks(path: str | Path, gold_dir: str | Path | None = None) -> tuple[list[Task], list[str]]:
+    """Tasks from this project's ``tasks.jsonl`` or an official ``widesearch.jsonl`` (gold
+    tables from ``gold_dir``, default ``widesearch_gold/`` beside it). Returns (tasks, skipped),
+    where skipped names the official tasks whose gold table is missing or lacks a required
+    column (upstream skips them too)."""
+    path = Path(path)
+    try:
+        first = next((ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()), "")
+    except OSError as e:
+        raise TaskError(f"cannot read tasks file {path}: {e}") from None
+    try:
+        head = json.loads(first) if first else {}
+    except json.JSONDecodeError:
+        raise TaskError(f"{path}:1: not JSON") from None
+    if "gold" in head or not first:
+        return read_tasks(path), []
+    gold_root = Path(gold_dir) if gold_dir else path.parent / "widesearch_gold"
+    tasks, skipped = [], []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            ev = rec["evaluation"]
+            ev = Evaluation.model_validate(json.loads(ev) if isinstance(ev, str) else ev)
+            iid = str(rec["instance_id"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as e:
+            raise TaskError(f"{path}:{n}: not a WideSearch task record ({type(e).__name__}: {e})") from None
+        gold_file = gold_root / f"{iid}.csv"
+        try:
+            gold = _gold_from_csv(gold_file.read_text(encoding="utf-8-sig"), ev.required)
+        except (OSError, TaskError) as e:
+            skipped.append(f"{iid}: {e}")
+            continue
+        tasks.append(
+            Task(
+                instance_id=iid,
+                query=str(rec.get("query", "")),
+                language=str(rec.get("language", "en")),
+                evaluation=ev,
+                gold=gold,
+            )
+        )
+    return tasks, skipped
+
+
+def load_responses(path: str | Path, task_ids: list[str]) -> dict[str, dict[int, str]]:
+    """{instance_id: {trial: response}} from a JSONL file of ``{"instance_id", "response",
+    "trial"}`` records (trial defaults to 0, ``trial_idx`` accepted) or from a directory of
+    official ``{model}_{instance_id}_{trial}_response.jsonl`` files."""
+    path = Path(path)
+    out: dict[str, dict[int, str]] = {}
+    if path.is_dir():
+        pats = {iid: re.compile(rf"_{re.escape(iid)}_(\d+)(?:_multi_agent)?_response\.jsonl$") for iid in task_ids}
+        for f in sorted(path.glob("*_response.jsonl")):
+            for iid, pat in pats.items():
+                m = pat.search(f.name)
+                if m:
+                    rec = _first_record(f)
+                    out.setdefault(iid, {})[int(m.group(1))] = rec.get("response") if rec else None
+                    break
+        return out
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ResponseError(f"cannot read responses {path}: {e}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            iid = str(rec["instance_id"])
+            trial = int(rec.get("trial", rec.get("trial_idx", 0)))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise ResponseError(f"{path}:{n}: not a response record ({type(e).__name__}: {e})") from None
+        out.setdefault(iid, {})[trial] = rec.get("response")
+    return out
+
+
+def _first_record(f: Path) -> dict | None:
+    for line in f.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                return None
+            return rec if isinstance(rec, dict) else None
+    return None
+
+
+def export_widesearch(tasks: list[Task], root: str | Path) -> Path:
+    """Write ``widesearch.jsonl`` and ``widesearch_gold/<instance_id>.csv`` (official layout)."""
+    root = Path(root)
+    (root / "widesearch_gold").mkdir(parents=True, exist_ok=True)
+    with (root / "widesearch.jsonl").open("w", encoding="utf-8") as fh:
+        for t in tasks:
+            fh.write(json.dumps(t.widesearch_record(), ensure_ascii=False) + "\n")
+            (root / "widesearch_gold" / f"{t.instance_id}.csv").write_text(
+                t.gold.csv(t.headers or None), encoding="utf-8"
+            )
+    return root / "widesearch.jsonl"
