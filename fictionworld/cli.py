@@ -321,8 +321,9 @@ def spec_cmd(entities: Annotated[int, typer.Option(help="Target number of entiti
 
 def main() -> None:
     import fictionworld.cli_tasks  # noqa: F401  (registers `tasks` and `score`)
+    from fictionworld import cli  # the importable module's app, also when run as __main__
 
-    app()
+    cli.app()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,101 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1, for tests.
+
+It is not a model: it answers ``POST /v1/chat/completions`` with replies a test scripts in
+advance (text, an HTTP status, a delay, or a function of the request), and records every
+request it received. LLM code paths are tested against it because no LLM runs on CI machines.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+__all__ = ["ScriptedOpenAIServer", "Reply"]
+
+
+@dataclass
+class Reply:
+    content: str = ""
+    status: int = 200
+    delay: float = 0.0
+    raw: str | None = None  # a body sent verbatim (malformed JSON and the like)
+
+
+class ScriptedOpenAIServer:
+    """``with ScriptedOpenAIServer(replies) as srv: ... srv.base_url``. ``replies`` is a list
+    consumed in order (the last one repeats) or a function ``request_json -> Reply | str``."""
+
+    def __init__(self, replies: list[Reply | str] | Callable[[dict], Reply | str]):
+        self.replies = replies
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def _next(self, request: dict) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if callable(self.replies):
+                r = self.replies(request)
+            else:
+                r = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return Reply(r) if isinstance(r, str) else r
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                try:
+                    req = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    req = {}
+                reply = owner._next(req)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.raw is not None:
+                    body = reply.raw.encode()
+                else:
+                    body = json.dumps(
+                        {
+                            "id": "scripted",
+                            "object": "chat.completion",
+                            "model": req.get("model", ""),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": reply.content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                        }
+                    ).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
