@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from functools import lru_cache
 from urllib.parse import urlparse
 
 from rapidfuzz import fuzz
@@ -102,10 +103,17 @@ _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _QUOTES = "\"'“”‘’«»"
 
 
+_SPECIAL = frozenset("*_`[<~\"'“”‘’«»")
+
+
+@lru_cache(maxsize=1 << 16)
 def clean_cell(s: str, *, keep_urls: bool = False) -> str:
     """A cell without Markdown: links become their text (or URL), bold/italic/code marks and
     <br> go, surrounding quotes go, whitespace collapses."""
-    s = _BR.sub(" ", str(s))
+    s = str(s)
+    if _SPECIAL.isdisjoint(s):
+        return " ".join(s.split())
+    s = _BR.sub(" ", s)
     s = _LINK.sub((lambda m: f"{m.group(1)} {m.group(2)}") if keep_urls else (lambda m: m.group(1)), s)
     s = _MARKUP.sub("", s)
     s = " ".join(s.split())
@@ -114,6 +122,7 @@ def clean_cell(s: str, *, keep_urls: bool = False) -> str:
     return s
 
 
+@lru_cache(maxsize=1 << 16)
 def strict_norm(s: str) -> str:
     """Compatibility-normalised, case-folded, without whitespace, stray quotes or a final
     full stop: "  **Acme  Corp.** " and "acme corp" agree."""
@@ -130,6 +139,7 @@ _NUM = re.compile(
 _MAG = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 
 
+@lru_cache(maxsize=1 << 16)
 def strict_number(s: str) -> float | None:
     """The first number of a cell: thousands separators, "1.2 million", currency marks and a
     minus sign are read; "%" divides by 100 (as upstream)."""
@@ -149,6 +159,7 @@ def strict_number(s: str) -> float | None:
 _YEAR = re.compile(r"(?<!\d)\d{3,4}(?!\d)")
 
 
+@lru_cache(maxsize=1 << 16)
 def strict_date(s: str) -> dt.date | None:
     """A date read without reference to today: the page formats first, then ``dateutil`` with
     missing month/day as 1 (never today's); a cell without a year is not a date."""
@@ -171,6 +182,7 @@ def strict_date(s: str) -> dt.date | None:
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>|\"'\]\)]+|\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b(?:/[^\s<>|\"'\]\)]*)?", re.I)
 
 
+@lru_cache(maxsize=1 << 16)
 def strict_hosts(s: str) -> frozenset[str]:
     """Host names of the URLs (or bare domains) in a cell, lower case, without "www." or port."""
     out = set()

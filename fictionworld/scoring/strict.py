@@ -208,19 +208,8 @@ def score_strict(response: str, task: Task) -> Scores:
             continue
         seen.add(sig)
         rows.append(cells)
-    gold_cols = list(zip(*task.gold.rows)) if task.gold.rows else [() for _ in required]
-    gold_index = {norm_header(c): j for j, c in enumerate(task.gold.columns)}
-    columns = {}
-    for c in required:
-        ev_c = ev.eval_pipeline.get(c) or ColumnEval(preprocess=["norm_str"], metric=["exact_match"])
-        gold = [str(x) for x in gold_cols[gold_index[c]]] if c in gold_index else ["" for _ in task.gold.rows]
-        columns[c] = _Column(ev_c, gold, task.aliases.get(c))
+    columns, key_lookup = _prepared(task, required, keys)
     n_gold = len(task.gold.rows)
-    # Key matching, one to one in the answer's order.
-    key_lookup: dict[tuple, list[int]] = {}
-    for g in range(n_gold):
-        for form in _key_forms([columns[k] for k in keys], g):
-            key_lookup.setdefault(form, []).append(g)
     taken: set[int] = set()
     tp_row = tp_item = 0.0
     matched = 0
@@ -253,6 +242,27 @@ def score_strict(response: str, task: Task) -> Scores:
         msg="" if rows else "the table has no rows",
         judge="fallback" if any("llm_judge" in col.metrics for col in columns.values()) else "none",
     )
+
+
+def _prepared(task: Task, required: list[str], keys: list[str]):
+    """Per-column gold forms and the key lookup of a task, computed once per task."""
+    hit = task._cache.get("strict")
+    if hit is not None:
+        return hit
+    ev = task.evaluation
+    gold_cols = list(zip(*task.gold.rows)) if task.gold.rows else [() for _ in required]
+    gold_index = {norm_header(c): j for j, c in enumerate(task.gold.columns)}
+    columns = {}
+    for c in required:
+        ev_c = ev.eval_pipeline.get(c) or ColumnEval(preprocess=["norm_str"], metric=["exact_match"])
+        gold = [str(x) for x in gold_cols[gold_index[c]]] if c in gold_index else ["" for _ in task.gold.rows]
+        columns[c] = _Column(ev_c, gold, task.aliases.get(c))
+    key_lookup: dict[tuple, list[int]] = {}
+    for g in range(len(task.gold.rows)):
+        for form in _key_forms([columns[k] for k in keys], g):
+            key_lookup.setdefault(form, []).append(g)
+    task._cache["strict"] = (columns, key_lookup)
+    return columns, key_lookup
 
 
 def _key_forms(cols: list[_Column], g: int) -> list[tuple]:

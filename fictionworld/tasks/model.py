@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from fictionworld.tasks.query import Query
 
@@ -101,6 +101,9 @@ class Task(BaseModel):
     world_hash: str | None = None
     provenance: list[RowProvenance] = Field(default_factory=list)
     difficulty: dict[str, float] = Field(default_factory=dict)
+    # Scorers keep per-task precomputation here (gold canonical forms); tasks are not mutated
+    # after creation, so it never goes stale.
+    _cache: dict = PrivateAttr(default_factory=dict)
 
     def widesearch_record(self) -> dict:
         """The official ``widesearch.jsonl`` row (``evaluation`` as a JSON string)."""

@@ -1,0 +1,159 @@
+"""Scoring speed: responses scored per second for 20-row × 6-column tables with every metric
+kind (exact_match key, number_near, date_near, url_match, llm_judge, exact_match), strict mode
+next to compat mode (the official semantics on pandas) in the same process, on one core.
+
+    python benchmarks/bench_score.py [--responses 2000]
+
+Responses vary: perfect, wrong cells, surface forms (bold, "1.2 thousand", "March 14, 1987",
+bare domains), shuffled rows and columns, extra and near-duplicate rows, unparseable text.
+Also times task generation on a 20k-entity world.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import random
+import statistics
+import time
+
+from fictionworld.scoring import score
+from fictionworld.surface import format_date, format_int
+from fictionworld.tasks.model import ColumnEval, Evaluation, GoldTable, Task
+
+COLUMNS = ["company", "employees", "founded", "website", "industry", "headquarters"]
+PIPELINE = {
+    "company": ColumnEval(preprocess=["norm_str"], metric=["exact_match"]),
+    "employees": ColumnEval(preprocess=["extract_number"], metric=["number_near"], criterion=0.01),
+    "founded": ColumnEval(preprocess=["norm_date"], metric=["date_near"]),
+    "website": ColumnEval(metric=["url_match"]),
+    "industry": ColumnEval(metric=["llm_judge"], criterion="same industry"),
+    "headquarters": ColumnEval(preprocess=["norm_str"], metric=["exact_match"]),
+}
+INDUSTRIES = ["robotics", "banking", "textiles", "media", "mining", "retail"]
+
+
+def make_task(r: random.Random) -> Task:
+    rows = []
+    for i in range(20):
+        d = dt.date(1900, 1, 1) + dt.timedelta(days=r.randrange(40_000))
+        rows.append(
+            [
+                f"Company {i} {r.choice('ABCDEFG')}orp",
+                str(r.randrange(10, 500_000)),
+                d.isoformat(),
+                f"https://www.c{i}.example",
+                r.choice(INDUSTRIES),
+                f"City {r.randrange(50)}",
+            ]
+        )
+    ev = Evaluation(unique_columns=["company"], required=COLUMNS, eval_pipeline=PIPELINE)
+    aliases = {"company": [[row[0].replace("orp", "orporation")] for row in rows]}
+    return Task(
+        instance_id="bench", query="", evaluation=ev, gold=GoldTable(columns=COLUMNS, rows=rows), aliases=aliases
+    )
+
+
+def make_response(task: Task, r: random.Random) -> str:
+    kind = r.randrange(6)
+    if kind == 5:
+        return "I could not find a complete list; here is what I know: " + task.gold.rows[0][0]
+    rows = [list(x) for x in task.gold.rows]
+    if kind >= 1:  # surface forms
+        for row in rows:
+            row[1] = format_int(int(row[1]), r.randrange(3))
+            row[2] = format_date(dt.date.fromisoformat(row[2]), r.randrange(4))
+            row[3] = row[3].replace("https://www.", "") if r.random() < 0.5 else row[3]
+            row[0] = f"**{row[0]}**" if r.random() < 0.2 else row[0]
+    if kind >= 2:  # mistakes
+        for row in rows:
+            if r.random() < 0.2:
+                row[r.randrange(1, 6)] = "unknown"
+    if kind >= 3:  # shuffled rows and columns, an extra and a near-duplicate row
+        r.shuffle(rows)
+        rows.append(["Nobody Ltd", "3", "2000-01-01", "https://x.example", "media", "City 1"])
+        rows.append([rows[0][0].upper(), *rows[0][1:]])
+    order = list(range(6))
+    if kind == 4:
+        r.shuffle(order)
+    head = [["Company", "Employees", "Founded", "Website", "Industry", "Headquarters"][i] for i in order]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 6]
+    lines += ["| " + " | ".join(row[i] for i in order) + " |" for row in rows]
+    return "Here is the table.\n```markdown\n" + "\n".join(lines) + "\n```"
+
+
+def _clear_caches(task) -> None:
+    from fictionworld.scoring import metrics
+
+    for f in (
+        metrics.clean_cell,
+        metrics.strict_norm,
+        metrics.strict_number,
+        metrics.strict_date,
+        metrics.strict_hosts,
+    ):
+        f.cache_clear()
+    task._cache.clear()
+
+
+def time_mode(pairs, mode: str, cold: bool = False) -> list[float]:
+    times = []
+    for task, resp in pairs:
+        if cold:
+            _clear_caches(task)
+        t = time.perf_counter()
+        score(resp, task, mode=mode, today=dt.date(2026, 11, 21))
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--responses", type=int, default=2000)
+    ap.add_argument("--world", type=int, default=20_000, help="entities of the task-generation world (0 skips)")
+    args = ap.parse_args()
+    try:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    except (AttributeError, OSError):
+        pass
+    r = random.Random(0)
+    tasks = [make_task(r) for _ in range(50)]
+    pairs = [(tasks[i % 50], make_response(tasks[i % 50], r)) for i in range(args.responses)]
+    time_mode(pairs[:50], "strict")  # warm imports
+    time_mode(pairs[:20], "compat")
+    strict = time_mode(pairs, "strict")
+    cold = time_mode(pairs, "strict", cold=True)
+    compat = time_mode(pairs[: max(200, args.responses // 5)], "compat")
+
+    def row(name, ts):
+        ts = sorted(ts)
+        p50, p99 = ts[len(ts) // 2], ts[int(len(ts) * 0.99)]
+        print(
+            f"{name:<8} {len(ts):>6} {1e3 * statistics.mean(ts):>9.3f} {1e3 * p50:>9.3f} {1e3 * p99:>9.3f} {len(ts) / sum(ts):>10.0f}"
+        )
+
+    print("20-row × 6-column tables, every metric kind, one core")
+    print("strict: warm per-task and per-string caches (many rollouts of one task); cold: caches cleared")
+    print(f"{'mode':<8} {'n':>6} {'mean ms':>9} {'p50 ms':>9} {'p99 ms':>9} {'tables/s':>10}")
+    row("strict", strict)
+    row("cold", cold)
+    row("compat", compat)
+    print(f"compat / strict (mean): {statistics.mean(compat) / statistics.mean(strict):.1f}×")
+    if args.world:
+        import fictionworld as fw
+        from fictionworld.tasks.generate import generate_tasks
+
+        world = fw.generate(seed=1, entities=args.world)
+        for kind in ("wide", "deep"):
+            t = time.perf_counter()
+            made = generate_tasks(world, 100, kind=kind, seed=0)
+            s = time.perf_counter() - t
+            print(
+                f"task generation ({args.world:,} entities): 100 {kind} tasks in {s:.2f} s ({100 / s:.0f}/s), "
+                f"mean gold rows {statistics.mean(len(x.gold.rows) for x in made):.1f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
