@@ -21,7 +21,7 @@ import traceback
 
 from fictionworld.scoring.judge import FallbackJudge
 from fictionworld.scoring.metrics import Official
-from fictionworld.scoring.scores import Scores
+from fictionworld.scoring.scores import Scores, prf
 from fictionworld.tasks.model import Task
 
 __all__ = ["score_compat", "extract_table_text", "norm_column"]
@@ -139,15 +139,8 @@ def _score(response: str, task: Task, judge, kind: str, off: Official) -> Scores
     tp_item = float(sum(sum(r) for r in rows))
     n_pred, n_gold = len(df), len(gold)
 
-    def ratio(a, b):
-        return a / b if b else 0.0
-
-    def f1(p, r):
-        return 2 * p * r / (p + r) if p + r > 1e-9 else 0.0
-
-    p_r, r_r = ratio(tp_row, n_pred), ratio(tp_row, n_gold)
-    p_i, r_i = ratio(tp_item, n_pred * len(required)), ratio(tp_item, n_gold * len(required))
-    f_r, f_i = f1(p_r, r_r), f1(p_i, r_i)
+    p_r, r_r, f_r = prf(tp_row, n_pred, n_gold)  # 0 for an empty denominator, F1 0 when P+R ≤ 1e-9
+    p_i, r_i, f_i = prf(tp_item, n_pred * len(required), n_gold * len(required))
     success = 1.0 if all(v == 1.0 for v in (p_r, r_r, f_r, p_i, r_i, f_i)) else 0.0
     return Scores(
         instance_id=task.instance_id,
