@@ -21,7 +21,7 @@ import traceback
 
 from fictionworld.scoring.judge import FallbackJudge
 from fictionworld.scoring.metrics import Official
-from fictionworld.scoring.scores import Scores, prf
+from fictionworld.scoring.scores import Scores
 from fictionworld.tasks.model import Task
 
 __all__ = ["score_compat", "extract_table_text", "norm_column"]
@@ -139,23 +139,15 @@ def _score(response: str, task: Task, judge, kind: str, off: Official) -> Scores
     tp_item = float(sum(sum(r) for r in rows))
     n_pred, n_gold = len(df), len(gold)
 
-    p_r, r_r, f_r = prf(tp_row, n_pred, n_gold)  # 0 for an empty denominator, F1 0 when P+R ≤ 1e-9
-    p_i, r_i, f_i = prf(tp_item, n_pred * len(required), n_gold * len(required))
-    success = 1.0 if all(v == 1.0 for v in (p_r, r_r, f_r, p_i, r_i, f_i)) else 0.0
-    return Scores(
+    return Scores.from_counts(
+        tp_row,
+        tp_item,
+        n_pred,
+        n_gold,
+        len(required),
         instance_id=task.instance_id,
         mode="compat",
-        score=success,
-        precision_by_row=p_r,
-        recall_by_row=r_r,
-        f1_by_row=f_r,
-        precision_by_item=p_i,
-        recall_by_item=r_i,
-        f1_by_item=f_i,
-        predicted_rows=n_pred,
-        gold_rows=n_gold,
         matched_rows=len(inner),
-        parsed=True,
         judge=kind,
     )
 

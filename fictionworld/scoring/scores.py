@@ -40,6 +40,29 @@ class Scores(BaseModel):
     judge: str = "none"  # none | fallback (deterministic stand-in) | endpoint
     trial: int = 0
 
+    @classmethod
+    def from_counts(
+        cls, tp_row: float, tp_item: float, predicted_rows: int, gold_rows: int, columns: int, **fields
+    ) -> Scores:
+        """Row and item precision/recall/F1 from true-positive sums (items = rows × columns);
+        success when all six are exactly 1."""
+        p_r, r_r, f_r = prf(tp_row, predicted_rows, gold_rows)
+        p_i, r_i, f_i = prf(tp_item, predicted_rows * columns, gold_rows * columns)
+        six = (p_r, r_r, f_r, p_i, r_i, f_i)
+        return cls(
+            score=1.0 if all(v == 1.0 for v in six) else 0.0,
+            precision_by_row=p_r,
+            recall_by_row=r_r,
+            f1_by_row=f_r,
+            precision_by_item=p_i,
+            recall_by_item=r_i,
+            f1_by_item=f_i,
+            predicted_rows=predicted_rows,
+            gold_rows=gold_rows,
+            parsed=True,
+            **fields,
+        )
+
     @property
     def success(self) -> float:
         return self.score

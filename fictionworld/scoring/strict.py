@@ -40,7 +40,7 @@ from fictionworld.scoring.metrics import (
     strict_norm,
     strict_number,
 )
-from fictionworld.scoring.scores import Scores, prf
+from fictionworld.scoring.scores import Scores
 from fictionworld.tasks.model import ColumnEval, Task, norm_header
 
 __all__ = ["score_strict", "find_tables", "split_row"]
@@ -222,23 +222,15 @@ def score_strict(response: str, task: Task) -> Scores:
         cell_scores = [1.0 if c in keys else columns[c].score(cells[j], g) for j, c in enumerate(required)]
         tp_row += min(cell_scores)
         tp_item += sum(cell_scores)
-    p_r, r_r, f_r = prf(tp_row, len(rows), n_gold)
-    p_i, r_i, f_i = prf(tp_item, len(rows) * len(required), n_gold * len(required))
-    success = 1.0 if min(p_r, r_r, f_r, p_i, r_i, f_i) >= 1.0 - 1e-12 else 0.0
-    return Scores(
+    return Scores.from_counts(
+        tp_row,
+        tp_item,
+        len(rows),
+        n_gold,
+        len(required),
         instance_id=task.instance_id,
         mode="strict",
-        score=success,
-        precision_by_row=p_r,
-        recall_by_row=r_r,
-        f1_by_row=f_r,
-        precision_by_item=p_i,
-        recall_by_item=r_i,
-        f1_by_item=f_i,
-        predicted_rows=len(rows),
-        gold_rows=n_gold,
         matched_rows=matched,
-        parsed=True,
         msg="" if rows else "the table has no rows",
         judge="fallback" if any("llm_judge" in col.metrics for col in columns.values()) else "none",
     )

@@ -9,6 +9,8 @@ target alone, so the answer is unique by construction and checked by evaluating 
 
 from __future__ import annotations
 
+import numpy as np
+
 from fictionworld.schema import ENTITY_TYPES, DType
 from fictionworld.seeding import rng as make_rng
 from fictionworld.tables import TYPE_CODE
@@ -67,8 +69,6 @@ class DeepTaskGenerator:
         return out
 
     def _try(self, r, i: int, row_type: str) -> Task | None:
-        import numpy as np
-
         k, w, g = self.knobs, self.world, self.g
         rows = w.entities.rows_of_type(row_type)
         target = np.array([int(rows[int(r.integers(len(rows)))])], dtype=np.int64)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fictionworld.dates import years_of
 from fictionworld.schema import ENTITY_TYPES, RELATIONS, DType
+from fictionworld.seeding import rng as make_rng
 from fictionworld.tables import TYPE_CODE
 from fictionworld.tasks.clauses import clause, header
 from fictionworld.tasks.model import ColumnEval, Evaluation, GoldTable, RowProvenance, Task, norm_header
@@ -222,8 +223,6 @@ class WideTaskGenerator:
 
     # -- one task ------------------------------------------------------------------------
     def task(self, i: int, *, attempts: int = 60) -> Task | None:
-        from fictionworld.seeding import rng as make_rng
-
         r = make_rng(self.seed, f"tasks:wide:{i}")
         for _ in range(attempts):
             t = self._try(r, i)
