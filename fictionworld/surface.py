@@ -28,6 +28,8 @@ __all__ = [
     "format_serp_date",
     "extract_numbers",
     "extract_dates",
+    "find_numbers",
+    "find_dates",
     "INT_FORMATS",
     "DATE_FORMATS",
 ]
@@ -112,6 +114,11 @@ _NUMBER = re.compile(
 def extract_numbers(text: str) -> list[float]:
     """Every number written in ``text``, in order, as floats ("1,234" → 1234.0, "1.2 thousand"
     → 1200.0, "$3.5 million" → 3500000.0). Parts of ISO dates come back as numbers too."""
+    return [v for v, _ in find_numbers(text)]
+
+
+def find_numbers(text: str) -> list[tuple[float, str]]:
+    """Like :func:`extract_numbers`, with the text each number was read from."""
     out = []
     for m in _NUMBER.finditer(text):
         v = float(m.group(2).replace(",", "") + (m.group(3) or ""))
@@ -119,7 +126,7 @@ def extract_numbers(text: str) -> list[float]:
             v = round(v * dict(_MAGNITUDES)[m.group(4).lower()], 6)
         if m.group("sign"):
             v = -v
-        out.append(v)
+        out.append((v, m.group(0)))
     return out
 
 
@@ -134,15 +141,21 @@ _DATES = re.compile(
 
 def extract_dates(text: str) -> list[dt.date]:
     """Every full date written in ``text`` in one of the page formats, in order."""
+    return [d for d, _ in find_dates(text)]
+
+
+def find_dates(text: str) -> list[tuple[dt.date, str]]:
+    """Like :func:`extract_dates`, with the text each date was read from."""
     out = []
     for m in _DATES.finditer(text):
         try:
             if m.group("iso"):
-                out.append(dt.date.fromisoformat(m.group("iso")))
+                d = dt.date.fromisoformat(m.group("iso"))
             elif m.group("mdy"):
-                out.append(dt.date(int(m.group("y1")), _MONTH_NUMBER[m.group("m1").lower()], int(m.group("d1"))))
+                d = dt.date(int(m.group("y1")), _MONTH_NUMBER[m.group("m1").lower()], int(m.group("d1")))
             else:
-                out.append(dt.date(int(m.group("y2")), _MONTH_NUMBER[m.group("m2").lower()], int(m.group("d2"))))
+                d = dt.date(int(m.group("y2")), _MONTH_NUMBER[m.group("m2").lower()], int(m.group("d2")))
         except ValueError:  # "February 30, 1990" in free text is not a date
             continue
+        out.append((d, m.group(0)))
     return out

@@ -1,0 +1,204 @@
+"""``SearchEnv``: one episode of an agent searching a world's web for one task.
+
+>>> env = SearchEnv(world.web)                                          # doctest: +SKIP
+>>> messages, info = env.reset(task, seed=0)
+>>> obs, reward, terminated, truncated, info = env.step({"name": "search", "arguments": {"query": "…"}})
+
+Actions are tool calls in any of the forms :func:`fictionworld.env.tools.parse_action` reads;
+observations are the new messages (``tool`` messages for native calls, ``user`` messages for
+text-tag calls). The episode ends on ``answer`` (scored with the strict scorer: reward from
+:class:`RewardConfig`), or is truncated by the turn, context or time budget (scored on the last
+text the agent wrote, else 0).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fictionworld.env.prompts import system_prompt
+from fictionworld.env.tools import TOOL_SETS, ToolCall, parse_action, tool_schemas
+from fictionworld.knobs import Knobs, Schedule
+from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
+
+__all__ = ["SearchEnv", "EnvConfig", "StepRecord"]
+
+
+class EnvConfig(BaseModel):
+    """Budgets, tools and difficulty of episodes. ``knobs`` (or ``schedule`` at the step given to
+    :meth:`SearchEnv.reset`) override the world's default knobs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tools: Literal["basic", "agentworld", "all"] = "basic"
+    text_tags: bool = False  # describe <search>/<answer> tags instead of native function calls
+    max_turns: int = Field(30, ge=1)
+    max_context_chars: int = Field(400_000, ge=1_000)  # ≈ 100k tokens
+    max_observation_chars: int = Field(20_000, ge=200)
+    max_arg_chars: int = Field(2_000, ge=10)
+    max_calls_per_turn: int = Field(5, ge=1)
+    time_budget_s: float | None = Field(None, gt=0)
+    knobs: Knobs | None = None
+    schedule: Schedule | None = None
+    reward: RewardConfig = RewardConfig()
+
+
+class StepRecord(BaseModel):
+    turn: int
+    tool: str
+    arguments: dict = Field(default_factory=dict)
+    ok: bool
+    error: str | None = None
+    fault: str | None = None
+    seconds: float = 0.0  # time spent in the web for this call
+    chars: int = 0  # observation length
+
+
+class SearchEnv:
+    """Gymnasium-style episodes over a :class:`~fictionworld.web.Web`. One env runs one episode
+    at a time; ``reset`` starts the next. The web (and the world under it) is shared, never
+    copied."""
+
+    def __init__(self, web, config: EnvConfig | None = None):
+        self.web = web
+        self.config = config or EnvConfig()
+        names = TOOL_SETS[self.config.tools]
+        self.tool_names = names
+        self.tools = tool_schemas(self.config.tools)
+        self._allowed = tuple(dict.fromkeys(names + (("search", "open", "answer") if self.config.text_tags else ())))
+        self._system = system_prompt(names, text_tags=self.config.text_tags)
+        self.task = None
+        self.done = True
+
+    # -- episode ------------------------------------------------------------------------
+    def reset(self, task, *, seed: int, step: int = 0, knobs: Knobs | None = None) -> tuple[list[dict], dict]:
+        c = self.config
+        if knobs is None:
+            knobs = c.schedule.at(step) if c.schedule is not None else (c.knobs or self.web.knobs)
+        self.task, self.seed, self.knobs = task, seed, knobs
+        self.session = self.web.session(knobs, seed)
+        self.messages: list[dict] = [
+            {"role": "system", "content": self._system},
+            {"role": "user", "content": task.query},
+        ]
+        self.steps: list[StepRecord] = []
+        self.turn = 0
+        self.context_chars = sum(len(m["content"]) for m in self.messages)
+        self.started = time.perf_counter()
+        self.web_seconds = 0.0
+        self.answer: str | None = None
+        self.scores: Scores | None = None
+        self.reward = 0.0
+        self.reason = ""
+        self.done = False
+        info = {"task_id": task.instance_id, "seed": seed, "knobs": knobs.model_dump(mode="json"),
+                "tools": self.tools, "max_turns": c.max_turns}  # fmt: skip
+        return list(self.messages), info
+
+    def step(self, action) -> tuple[list[dict], float, bool, bool, dict]:
+        if self.done:
+            raise RuntimeError("the episode is over: call reset() before step()")
+        c = self.config
+        self.turn += 1
+        message, calls = parse_action(action, allowed=self._allowed, max_arg_chars=c.max_arg_chars, turn=self.turn)
+        self._append(message)
+        native = "tool_calls" in message
+        obs: list[dict] = []
+        answered = False
+        for i, call in enumerate(calls):
+            if i >= c.max_calls_per_turn:
+                call.error = f"too many tool calls in one turn (at most {c.max_calls_per_turn}); this one was skipped"
+            text = self._run(call)
+            if call.name == "answer" and call.error is None:
+                answered = True
+                self.answer = call.arguments["text"]
+                break
+            obs.append(self._observation(call, text, native))
+        terminated = answered
+        truncated = False
+        if not terminated:
+            if self.turn >= c.max_turns:
+                truncated, self.reason = True, "turn budget"
+            elif self.context_chars > c.max_context_chars:
+                truncated, self.reason = True, "context budget"
+            elif c.time_budget_s is not None and time.perf_counter() - self.started > c.time_budget_s:
+                truncated, self.reason = True, "time budget"
+            elif self.turn == c.max_turns - 1 and obs:
+                note = "\n\n[Note: one turn left. Give your final answer now.]"
+                obs[-1]["content"] += note  # the same dict as the last message
+                self.context_chars += len(note)
+        else:
+            self.reason = "answer"
+        r = 0.0
+        if terminated or truncated:
+            r = self._finish(terminated)
+        info = {"turn": self.turn, "calls": [s.model_dump() for s in self.steps[-len(calls) :]] if calls else []}
+        if self.done:
+            info |= {"reason": self.reason, "scores": self.scores.model_dump(), "answer": self.answer}
+        return obs, r, terminated, truncated, info
+
+    def close(self) -> None:
+        self.done = True
+
+    # -- internals ----------------------------------------------------------------------
+    def _append(self, message: dict) -> None:
+        self.messages.append(message)
+        n = len(message.get("content") or "")
+        for tc in message.get("tool_calls") or ():
+            n += len(tc["function"]["arguments"]) + len(tc["function"]["name"])
+        self.context_chars += n
+
+    def _run(self, call: ToolCall) -> str:
+        t0 = time.perf_counter()
+        ok, fault = False, None
+        if call.error is not None:
+            text = f"Error: {call.error}."
+        elif call.name == "answer":
+            text, ok = "", True
+        elif call.name in ("search", "web_search"):
+            queries = [call.arguments["query"]] if call.name == "search" else call.arguments["queries"]
+            parts = []
+            for q in queries:
+                res = self.session.search(q, None, call.arguments.get("page", 1))
+                ok, fault = ok or res.ok, fault or res.fault
+                parts.append(res.text if len(queries) == 1 else f"## Results for {q!r}\n\n{res.text}")
+            text = "\n\n".join(parts)
+        else:
+            res = self.session.open(call.arguments["url"])
+            ok, fault, text = res.ok, res.fault, res.text
+        dt = time.perf_counter() - t0
+        self.web_seconds += dt
+        limit = self.config.max_observation_chars
+        if len(text) > limit:
+            text = text[:limit] + f"\n\n[… cut at {limit:,} characters]"
+        args = {k: (v if not isinstance(v, str) or len(v) <= 300 else v[:300] + "…") for k, v in call.arguments.items()}
+        self.steps.append(StepRecord(turn=self.turn, tool=call.name, arguments=args, ok=ok,
+                                     error=call.error, fault=fault, seconds=dt, chars=len(text)))  # fmt: skip
+        return text
+
+    def _observation(self, call: ToolCall, text: str, native: bool) -> dict:
+        m = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text} if native else {
+            "role": "user", "content": text}  # fmt: skip
+        self.messages.append(m)
+        self.context_chars += len(text)
+        return m
+
+    def _finish(self, answered: bool) -> float:
+        self.done = True
+        text = self.answer
+        if text is None:  # truncated: what the agent last wrote counts as its answer
+            text = next((m["content"] for m in reversed(self.messages)
+                         if m["role"] == "assistant" and m.get("content")), None)  # fmt: skip
+            self.answer = text
+        if text:
+            self.scores = score_strict(text, self.task)
+        else:
+            self.scores = Scores(instance_id=self.task.instance_id, msg="no answer")
+        self.reward = reward(self.scores, self.config.reward)
+        return self.reward
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started

@@ -1,0 +1,43 @@
+"""The opening messages of an episode: a system prompt that describes the tools and the answer
+format, then the task. The system prompt depends only on the tool set and mode, so an
+inference server's prefix cache reuses it across every episode."""
+
+from __future__ import annotations
+
+__all__ = ["system_prompt"]
+
+_INTRO = """You are a research agent. You answer questions by searching a web and reading its pages.
+The people, organisations, places, works and products in the questions are not in your memory:
+every fact you write must come from a page you found with the tools. Search results show short
+snippets; open a page to read its full text. Directory pages list many entries and are split
+into numbered pages (add ?page=N to the URL). Some pages are unreliable: prefer encyclopedia
+articles and official registries to forums and blogs, and check names carefully."""
+
+_TOOLS = {
+    "search": "search(query, page=1): ranked results for a query, 10 per page.",
+    "open": "open(url): the page at a URL, as Markdown.",
+    "web_search": 'web_search({"queries": [...]}): results for up to 5 queries at once.',
+    "web_extractor": 'web_extractor({"url": ...}): the content of a page, as Markdown.',
+    "answer": "answer(text): your final answer; it ends the task.",
+}
+
+_FORMAT = """When you have everything, give the final answer in the format the task asks for: a
+Markdown table inside a ```markdown code block, with exactly the requested columns in the
+requested order and one row per item. Write values as they appear on the pages. You have a
+limited number of turns; answer before they run out."""
+
+_TAGS = """Call a tool by writing one of these in your reply (one call per tag, several tags allowed):
+<search>your query</search>
+<open>https://full.url/of/the/page</open>
+<answer>your final answer</answer>
+A JSON call also works: <tool_call>{"name": "search", "arguments": {"query": "..."}}</tool_call>.
+A reply with no tool call is taken as your final answer."""
+
+
+def system_prompt(tools: tuple[str, ...], *, text_tags: bool = False) -> str:
+    lines = [_INTRO, "", "Tools:"] + [f"- {_TOOLS[t]}" for t in tools] + ["", _FORMAT]
+    if text_tags:
+        lines += ["", _TAGS]
+    else:
+        lines += ["", "Call the tools as functions. A reply with no tool call is taken as your final answer."]
+    return "\n".join(lines)

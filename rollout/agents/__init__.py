@@ -1,0 +1,8 @@
+"""Agents: ``oracle`` (answerability proof), ``baseline`` (non-LLM heuristic), ``openai`` (an LLM
+over any OpenAI-compatible endpoint, SGLang first)."""
+
+from rollout.agents.base import AGENTS, Agent, make_agent, register
+from rollout.agents.baseline import BaselineAgent, Strategy
+from rollout.agents.oracle import OracleAgent
+
+__all__ = ["Agent", "AGENTS", "make_agent", "register", "OracleAgent", "BaselineAgent", "Strategy"]

@@ -1,0 +1,81 @@
+"""The agent contract and registry.
+
+An agent's :meth:`Agent.policy` is a generator: it yields actions (tool calls in any form
+:class:`~fictionworld.env.SearchEnv` reads) and receives each step's observation messages.
+:func:`rollout.episode.run_episode` drives it against the env. Only agents marked
+``privileged`` (the oracle) are given the task's provenance and the world; the others see the
+opening messages and the tool schemas, as an LLM would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator
+from typing import Any
+
+__all__ = ["Agent", "AGENTS", "make_agent", "register", "read_results", "read_links", "FAULT_MARKERS"]
+
+Action = Any
+Observation = list[dict]
+AGENTS: dict[str, Callable[..., Agent]] = {}
+
+# What an injected tool fault looks like to an agent (see fictionworld.web.web.FAULT_TEXT).
+FAULT_MARKERS = ("timed out", "503 Service Unavailable", "429 Too Many Requests")
+
+
+class Agent:
+    name = "agent"
+    privileged = False
+    # Budgets this agent is meant to run under unless the run sets them (EnvConfig fields).
+    env_defaults: dict = {}
+
+    def config(self) -> dict:
+        """JSON-able settings, stored with every episode."""
+        return {"name": self.name}
+
+    def policy(self, messages: list[dict], tools: list[dict], task=None) -> Generator[Action, Observation, None]:
+        raise NotImplementedError
+
+
+def register(name: str):
+    def deco(cls):
+        AGENTS[name] = cls
+        return cls
+
+    return deco
+
+
+def make_agent(name: str, *, world=None, **config) -> Agent:
+    """An agent by registry name (``oracle``, ``baseline``, ``openai``) or ``module:Class``."""
+    if ":" in name:
+        import importlib
+
+        mod, _, cls = name.partition(":")
+        factory = getattr(importlib.import_module(mod), cls)
+    else:
+        import rollout.agents  # noqa: F401  (registers the built-in agents)
+
+        if name not in AGENTS:
+            raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))} (or module:Class)")
+        factory = AGENTS[name]
+    if getattr(factory, "privileged", False):
+        config["world"] = world
+    return factory(**config)
+
+
+_RESULT = re.compile(r"^\[(\d+)\] (\S+)\nTitle: (.*)$", re.M)
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^\s()]+(?:\([^\s()]*\)[^\s()]*)*)\)")  # URLs may hold (…)
+
+
+def read_results(text: str) -> list[tuple[str, str]]:
+    """(url, title) of each result in a result list's text."""
+    return [(m.group(2), m.group(3)) for m in _RESULT.finditer(text)]
+
+
+def read_links(text: str) -> list[tuple[str, str]]:
+    """(anchor text, url) of every Markdown link in a page's text."""
+    return [(m.group(1), m.group(2)) for m in _LINK.finditer(text)]
+
+
+def is_fault(text: str) -> bool:
+    return text.startswith("Error:") and any(k in text for k in FAULT_MARKERS)

@@ -1,0 +1,79 @@
+"""One episode: an agent's policy driven against a :class:`~fictionworld.env.SearchEnv`, and
+the record kept of it (messages in OpenAI format, per-step timing, scores, reward)."""
+
+from __future__ import annotations
+
+import time
+import traceback
+
+from fictionworld.env import SearchEnv
+
+__all__ = ["run_episode", "episode_key"]
+
+
+def episode_key(task_id: str, sample: int) -> str:
+    return f"{task_id}#{sample}"
+
+
+def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step: int = 0,
+                deadline: float | None = None, extra: dict | None = None) -> dict:  # fmt: skip
+    """Runs one episode to its end and returns its record (a JSON-able dict). An exception in
+    the agent ends the episode with ``status="error"`` and the traceback's last line; a
+    ``deadline`` (``time.monotonic()`` value) truncates it with ``status="timeout"``."""
+    t0 = time.perf_counter()
+    messages, info = env.reset(task, seed=seed, step=step)
+    agent_s = 0.0
+    status, error = "done", None
+    policy = agent.policy(messages, env.tools, task if agent.privileged else None)
+    try:
+        a0 = time.perf_counter()
+        action = next(policy)
+        agent_s += time.perf_counter() - a0
+        while True:
+            obs, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                status = "done" if terminated else "truncated"
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                env.reason, status = "episode timeout", "timeout"
+                env._finish(False)
+                break
+            a0 = time.perf_counter()
+            action = policy.send(obs)
+            agent_s += time.perf_counter() - a0
+    except StopIteration:  # the policy gave up without answering
+        env.step({"name": "answer", "arguments": {"text": ""}})
+    except Exception as e:  # noqa: BLE001 — an agent failure is recorded, never lost
+        status = "error"
+        error = f"{type(e).__name__}: {e}"[:2000]
+        env.reason = "agent error"
+        env._finish(False)
+        tb = traceback.format_exc().strip().splitlines()
+        error += " | " + tb[-3].strip() if len(tb) >= 3 else ""
+    finally:
+        policy.close()
+    total = time.perf_counter() - t0
+    scores = env.scores
+    return {
+        "episode": episode_key(task.instance_id, sample),
+        "task_id": task.instance_id,
+        "task_kind": task.kind,
+        "sample": sample,
+        "seed": seed,
+        "step": step,
+        "world_hash": getattr(env.web.world, "world_hash", None),
+        "agent": agent.name,
+        "agent_config": agent.config() | (extra or {}),
+        "knobs": env.knobs.model_dump(mode="json"),
+        "status": status,
+        "error": error,
+        "reason": env.reason,
+        "turns": env.turn,
+        "reward": env.reward,
+        "scores": scores.model_dump(mode="json") if scores else None,
+        "answer": env.answer,
+        "messages": env.messages,
+        "steps": [s.model_dump(mode="json") for s in env.steps],
+        "timing": {"total_s": total, "agent_s": agent_s, "web_s": env.web_seconds},
+        "difficulty": task.difficulty,
+    }

@@ -1,0 +1,284 @@
+"""Episodes on a Ray actor pool.
+
+Each actor loads the world from disk once and keeps one env and agent; the driver sends one
+call per episode (a task record, a sample index, a seed), keeps at most ``in_flight`` calls per
+actor, writes each finished episode to ``RUN/episodes.jsonl`` at once, and on rerun skips the
+(task, sample) pairs already there. An actor that dies (killed, out of memory) is replaced by a
+fresh one and its episodes run again; an episode past ``timeout`` seconds is truncated by the
+actor itself, and an actor stuck well past it is killed and the episode recorded as a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fictionworld.seeding import child_seed
+from rollout.episode import episode_key
+from rollout.records import EpisodeLog, summarize
+
+__all__ = ["Job", "RolloutResult", "run_rollouts", "make_jobs", "init_ray"]
+
+GRACE_S = 30.0  # past the episode timeout, the driver kills a stuck actor
+MAX_ATTEMPTS = 3  # an episode whose actor dies this many times is recorded as an error
+
+
+@dataclass
+class Job:
+    task: object  # fictionworld.tasks.Task
+    sample: int
+    seed: int
+    step: int = 0
+    agent_config: dict = field(default_factory=dict)  # per-episode overrides (e.g. a sampled strategy)
+    attempt: int = 1
+    timed_out: bool = False
+
+    @property
+    def key(self) -> str:
+        return episode_key(self.task.instance_id, self.sample)
+
+
+@dataclass
+class RolloutResult:
+    records: list[dict]  # one per episode (the latest), finished in this run or before
+    new: int  # episodes run now
+    skipped: int  # episodes found done in RUN and not run again
+    restarts: int  # actors replaced after dying
+    path: Path | None
+    seconds: float
+
+    def summary(self, samples: int | None = None):
+        return summarize([r for r in self.records if r.get("scores") is not None], samples)
+
+
+def make_jobs(tasks, samples: int, seed: int = 0, step: int = 0) -> list[Job]:
+    """``samples`` episodes per task; each episode's seed depends on (seed, task, sample) only."""
+    out = []
+    for t in tasks:
+        for k in range(samples):
+            s = int(child_seed(seed, f"episode/{t.instance_id}/{k}").generate_state(1)[0])
+            out.append(Job(t, k, s, step))
+    return out
+
+
+def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    kw = {"address": address} if address else {"num_cpus": num_cpus, "include_dashboard": False}
+    ray.init(ignore_reinit_error=True, log_to_driver=True, logging_level="ERROR", **kw)
+
+
+def _actor_class():
+    import ray
+
+    @ray.remote(num_cpus=1, max_restarts=0)
+    class RolloutWorker:
+        """Holds one world (loaded once from disk), one env and one agent."""
+
+        def __init__(self, world_dir: str, agent: str, agent_config: dict, env_config: dict):
+            from fictionworld.env import EnvConfig, SearchEnv
+            from fictionworld.world import World
+            from rollout.agents import make_agent
+
+            self.world = World.load(world_dir)
+            self.web = self.world.web
+            self.agent_name, self.agent_config = agent, agent_config
+            self.agent = make_agent(agent, world=self.world, **agent_config)
+            self.env = SearchEnv(self.web, EnvConfig(**(self.agent.env_defaults | env_config)))
+            self._agents: dict[str, object] = {}
+
+        def info(self) -> dict:
+            import psutil
+
+            return {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss}
+
+        def run(self, job: Job, timeout: float) -> dict:
+            import json
+
+            from rollout.agents import make_agent
+            from rollout.episode import run_episode
+
+            agent = self.agent
+            if job.agent_config:
+                key = json.dumps(job.agent_config, sort_keys=True)
+                if key not in self._agents:
+                    self._agents[key] = make_agent(self.agent_name, world=self.world,
+                                                   **(self.agent_config | job.agent_config))  # fmt: skip
+                agent = self._agents[key]
+            rec = run_episode(self.env, agent, job.task, seed=job.seed, sample=job.sample, step=job.step,
+                              deadline=time.monotonic() + timeout)  # fmt: skip
+            rec["attempt"] = job.attempt
+            rec["worker_pid"] = os.getpid()
+            return rec
+
+    return RolloutWorker
+
+
+def run_rollouts(
+    world_dir: str | Path,
+    jobs: list[Job],
+    *,
+    agent: str = "oracle",
+    agent_config: dict | None = None,
+    env_config: dict | None = None,
+    workers: int = 2,
+    out: str | Path | None = None,
+    timeout: float = 600.0,
+    in_flight: int = 2,
+    address: str | None = None,
+    world_hash: str | None = None,
+    on_episode: Callable[[dict], None] | None = None,
+    progress: bool = True,
+    max_errors: int | None = 20,
+) -> RolloutResult:
+    """Runs ``jobs`` on ``workers`` actors and returns their records (and, with ``out``, every
+    earlier record of the run directory). Raises after ``max_errors`` agent errors in a row
+    (e.g. an LLM endpoint that is down), keeping what finished."""
+    import ray
+    from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+
+    t0 = time.perf_counter()
+    world_dir = str(Path(world_dir).resolve())
+    world_hash = world_hash or _world_hash(world_dir)
+    agent_config, env_config = dict(agent_config or {}), dict(env_config or {})
+    log = None
+    records: dict[str, dict] = {}
+    if out is not None:
+        meta = {"world": world_dir, "world_hash": world_hash, "agent": agent, "agent_config": agent_config,
+                "env_config": env_config}  # fmt: skip
+        log = EpisodeLog(out, meta)
+        records = {r["episode"]: r for r in log.latest()}
+    done = log.done() if log else set()
+    todo = deque(j for j in jobs if j.key not in done)
+    wanted = {j.key for j in jobs}
+    skipped = len(jobs) - len(todo)
+    init_ray(address, num_cpus=None if address else max(workers, 1))
+    Worker = _actor_class()
+
+    def spawn():
+        return Worker.remote(world_dir, agent, agent_config, env_config)
+
+    actors = [spawn() for _ in range(max(1, min(workers, len(todo) or 1)))]
+    slots = deque(i for i in range(len(actors)) for _ in range(in_flight))
+    pending: dict = {}  # ref -> (job, actor index, started)
+    restarts, errors_in_row, new = 0, 0, 0
+    bar = _Progress(len(jobs), skipped, [records[k] for k in records if k in wanted]) if progress else None
+    try:
+        while todo or pending:
+            while todo and slots:
+                i = slots.popleft()
+                job = todo.popleft()
+                pending[actors[i].run.remote(job, timeout)] = (job, i, time.monotonic(), actors[i])
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            now = time.monotonic()
+            for ref in ready:
+                job, i, started, handle = pending.pop(ref)
+                try:
+                    rec = ray.get(ref, timeout=60)
+                except (RayActorError, RayTaskError, GetTimeoutError) as e:
+                    if isinstance(e, RayActorError) and actors[i] is handle:  # first news of this death
+                        actors[i] = _replace(actors[i], spawn)
+                        restarts += 1
+                    if job.timed_out:
+                        rec = _failure(job, world_hash, agent, agent_config, "timeout", f"episode ran past {timeout:.0f} s")
+                    elif job.attempt < MAX_ATTEMPTS:
+                        job.attempt += 1
+                        todo.appendleft(job)
+                        slots.append(i)
+                        continue
+                    else:
+                        rec = _failure(job, world_hash, agent, agent_config, "error", f"{type(e).__name__}: {e}"[:500])
+                slots.append(i)
+                records[rec["episode"]] = rec
+                new += 1
+                if log:
+                    log.append(rec)
+                if on_episode:
+                    on_episode(rec)
+                if bar:
+                    bar.add(rec)
+                errors_in_row = errors_in_row + 1 if rec["status"] == "error" else 0
+                if max_errors is not None and errors_in_row >= max_errors:
+                    raise RuntimeError(f"{errors_in_row} episodes in a row failed; last error: {rec['error']}")
+            for job, _i, started, handle in list(pending.values()):
+                if now - started > timeout + GRACE_S and not job.timed_out:
+                    job.timed_out = True  # the actor is stuck: kill it; its calls fail and are recorded
+                    ray.kill(handle, no_restart=True)
+    finally:
+        if bar:
+            bar.close()
+        if log:
+            log.close()
+        for a in actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+    recs = [records[k] for k in records if k in wanted or log is None]
+    return RolloutResult(recs, new, skipped, restarts, log.path if log else None, time.perf_counter() - t0)
+
+
+def _replace(actor, spawn):
+    import ray
+
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 — it is dead already
+        pass
+    return spawn()
+
+
+def _world_hash(world_dir: str) -> str:
+    import json
+
+    from fictionworld.storage import WorldFormatError
+
+    try:
+        return json.loads((Path(world_dir) / "manifest.json").read_text())["world_hash"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise WorldFormatError(f"{world_dir}: not a world directory (manifest.json: {e})") from None
+
+
+def _failure(job: Job, world_hash, agent, agent_config, status: str, error: str) -> dict:
+    t = job.task
+    return {"episode": job.key, "task_id": t.instance_id, "task_kind": t.kind, "sample": job.sample,
+            "seed": job.seed, "step": job.step, "world_hash": world_hash, "agent": agent,
+            "agent_config": agent_config | job.agent_config, "status": status, "error": error,
+            "reason": status, "turns": 0, "reward": 0.0, "scores": None, "answer": None, "messages": [],
+            "steps": [], "timing": {}, "attempt": job.attempt}  # fmt: skip
+
+
+class _Progress:
+    """A rich progress bar with the running mean success rate and item F1."""
+
+    def __init__(self, total: int, done: int, prior: list[dict]):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.sr = [r["scores"]["score"] for r in prior if r.get("scores")]
+        self.f1 = [r["scores"]["f1_by_item"] for r in prior if r.get("scores")]
+        self.p = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                          TimeElapsedColumn(), transient=False)  # fmt: skip
+        self.p.start()
+        self.t = self.p.add_task(self._text(), total=total, completed=done)
+
+    def _text(self) -> str:
+        if not self.sr:
+            return ""
+        return f"SR {sum(self.sr) / len(self.sr):.3f}  Item F1 {sum(self.f1) / len(self.f1):.3f}"
+
+    def add(self, rec: dict) -> None:
+        if rec.get("scores"):
+            self.sr.append(rec["scores"]["score"])
+            self.f1.append(rec["scores"]["f1_by_item"])
+        self.p.update(self.t, advance=1, description=self._text())
+
+    def close(self) -> None:
+        self.p.stop()
