@@ -320,6 +320,7 @@ def spec_cmd(entities: Annotated[int, typer.Option(help="Target number of entiti
 
 
 def main() -> None:
+    import fictionworld.cli_rollout  # noqa: F401  (registers `rollout`, `export`, `demo`, `train-demo`)
     import fictionworld.cli_tasks  # noqa: F401  (registers `tasks` and `score`)
     from fictionworld import cli  # the importable module's app, also when run as __main__
 

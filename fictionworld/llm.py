@@ -37,6 +37,13 @@ class ChatClient:
 
     def chat(self, messages: list[dict], **params) -> str:
         """The assistant's text for ``messages``; raises :class:`LLMError` after the retries."""
+        return self.complete(messages, **params).get("content") or ""
+
+    def complete(self, messages: list[dict], **params) -> dict:
+        """The assistant message (``content``, ``tool_calls``, ``reasoning_content`` when the
+        server sends them) for ``messages``. ``params`` go into the request body as they are:
+        ``tools``, ``temperature``, ``top_p`` and server extensions such as SGLang's ``top_k``
+        (what the OpenAI client sends as ``extra_body``)."""
         body = json.dumps({"model": self.model, "messages": messages, **params}).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
@@ -49,7 +56,10 @@ class ChatClient:
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     data = json.loads(resp.read().decode("utf-8"))
-                return data["choices"][0]["message"]["content"] or ""
+                message = data["choices"][0]["message"]
+                if not isinstance(message, dict):
+                    raise TypeError("message is not an object")
+                return message
             except urllib.error.HTTPError as e:
                 last = f"HTTP {e.code}"
                 if e.code < 500 and e.code != 429:

@@ -21,7 +21,7 @@ from fictionworld.seeding import child_seed
 from rollout.episode import episode_key
 from rollout.records import EpisodeLog, summarize
 
-__all__ = ["Job", "RolloutResult", "run_rollouts", "make_jobs", "init_ray"]
+__all__ = ["Job", "RolloutResult", "RolloutPool", "run_rollouts", "make_jobs", "init_ray"]
 
 GRACE_S = 30.0  # past the episode timeout, the driver kills a stuck actor
 MAX_ATTEMPTS = 3  # an episode whose actor dies this many times is recorded as an error
@@ -121,62 +121,65 @@ def _actor_class():
     return RolloutWorker
 
 
-def run_rollouts(
-    world_dir: str | Path,
-    jobs: list[Job],
-    *,
-    agent: str = "oracle",
-    agent_config: dict | None = None,
-    env_config: dict | None = None,
-    workers: int = 2,
-    out: str | Path | None = None,
-    timeout: float = 600.0,
-    in_flight: int = 2,
-    address: str | None = None,
-    world_hash: str | None = None,
-    on_episode: Callable[[dict], None] | None = None,
-    progress: bool = True,
-    max_errors: int | None = 20,
-) -> RolloutResult:
-    """Runs ``jobs`` on ``workers`` actors and returns their records (and, with ``out``, every
-    earlier record of the run directory). Raises after ``max_errors`` agent errors in a row
-    (e.g. an LLM endpoint that is down), keeping what finished."""
-    import ray
-    from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+class RolloutPool:
+    """A pool of ``workers`` actors for one world and agent, reused across calls to
+    :meth:`run` (a training loop keeps it for every iteration). Use as a context manager."""
 
+    def __init__(self, world_dir: str | Path, *, agent: str = "oracle", agent_config: dict | None = None,
+                 env_config: dict | None = None, workers: int = 2, address: str | None = None):  # fmt: skip
+        self.world_dir = str(Path(world_dir).resolve())
+        self.world_hash = _world_hash(self.world_dir)
+        self.agent, self.agent_config = agent, dict(agent_config or {})
+        self.env_config = dict(env_config or {})
+        init_ray(address, num_cpus=None if address else max(workers, 1))
+        self._worker = _actor_class()
+        self.actors = [self._spawn() for _ in range(max(1, workers))]
+        self.restarts = 0
 
-    t0 = time.perf_counter()
-    world_dir = str(Path(world_dir).resolve())
-    world_hash = world_hash or _world_hash(world_dir)
-    agent_config, env_config = dict(agent_config or {}), dict(env_config or {})
-    log = None
-    records: dict[str, dict] = {}
-    if out is not None:
-        meta = {"world": world_dir, "world_hash": world_hash, "agent": agent, "agent_config": agent_config,
-                "env_config": env_config}  # fmt: skip
-        log = EpisodeLog(out, meta)
-        records = {r["episode"]: r for r in log.latest()}
-    done = log.done() if log else set()
-    todo = deque(j for j in jobs if j.key not in done)
-    wanted = {j.key for j in jobs}
-    skipped = len(jobs) - len(todo)
-    init_ray(address, num_cpus=None if address else max(workers, 1))
-    Worker = _actor_class()
+    def _spawn(self):
+        return self._worker.remote(self.world_dir, self.agent, self.agent_config, self.env_config)
 
-    def spawn():
-        return Worker.remote(world_dir, agent, agent_config, env_config)
+    def __enter__(self) -> RolloutPool:
+        return self
 
-    actors = [spawn() for _ in range(max(1, min(workers, len(todo) or 1)))]
-    slots = deque(i for i in range(len(actors)) for _ in range(in_flight))
-    pending: dict = {}  # ref -> (job, actor index, started)
-    restarts, errors_in_row, new = 0, 0, 0
-    bar = _Progress(len(jobs), skipped, [records[k] for k in records if k in wanted]) if progress else None
-    try:
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        import ray
+
+        for a in self.actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+        self.actors = []
+
+    def info(self) -> list[dict]:
+        """Each actor's process id and resident memory."""
+        import ray
+
+        return ray.get([a.info.remote() for a in self.actors])
+
+    def run(self, jobs: list[Job], *, log: EpisodeLog | None = None, timeout: float = 600.0, in_flight: int = 2,
+            on_episode: Callable[[dict], None] | None = None, bar: _Progress | None = None,
+            max_errors: int | None = 20) -> list[dict]:  # fmt: skip
+        """Runs ``jobs``; returns their records in finishing order (each also appended to ``log``)."""
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+        todo = deque(jobs)
+        slots = deque(i for i in range(len(self.actors)) for _ in range(in_flight))
+        pending: dict = {}  # ref -> (job, actor index, started, actor handle)
+        out: list[dict] = []
+        errors_in_row = 0
+        world_hash, agent, agent_config = self.world_hash, self.agent, self.agent_config
         while todo or pending:
             while todo and slots:
                 i = slots.popleft()
                 job = todo.popleft()
-                pending[actors[i].run.remote(job, timeout)] = (job, i, time.monotonic(), actors[i])
+                a = self.actors[i]
+                pending[a.run.remote(job, timeout)] = (job, i, time.monotonic(), a)
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
             now = time.monotonic()
             for ref in ready:
@@ -184,11 +187,13 @@ def run_rollouts(
                 try:
                     rec = ray.get(ref, timeout=60)
                 except (RayActorError, RayTaskError, GetTimeoutError) as e:
-                    if isinstance(e, RayActorError) and actors[i] is handle:  # first news of this death
-                        actors[i] = _replace(actors[i], spawn)
-                        restarts += 1
+                    if isinstance(e, RayActorError) and self.actors[i] is handle:  # first news of this death
+                        self.actors[i] = _replace(handle, self._spawn)
+                        self.restarts += 1
                     if job.timed_out:
-                        rec = _failure(job, world_hash, agent, agent_config, "timeout", f"episode ran past {timeout:.0f} s")
+                        rec = _failure(
+                            job, world_hash, agent, agent_config, "timeout", f"episode ran past {timeout:.0f} s"
+                        )
                     elif job.attempt < MAX_ATTEMPTS:
                         job.attempt += 1
                         todo.appendleft(job)
@@ -197,8 +202,7 @@ def run_rollouts(
                     else:
                         rec = _failure(job, world_hash, agent, agent_config, "error", f"{type(e).__name__}: {e}"[:500])
                 slots.append(i)
-                records[rec["episode"]] = rec
-                new += 1
+                out.append(rec)
                 if log:
                     log.append(rec)
                 if on_episode:
@@ -212,18 +216,64 @@ def run_rollouts(
                 if now - started > timeout + GRACE_S and not job.timed_out:
                     job.timed_out = True  # the actor is stuck: kill it; its calls fail and are recorded
                     ray.kill(handle, no_restart=True)
+        return out
+
+
+def run_rollouts(
+    world_dir: str | Path,
+    jobs: list[Job],
+    *,
+    agent: str = "oracle",
+    agent_config: dict | None = None,
+    env_config: dict | None = None,
+    workers: int = 2,
+    out: str | Path | None = None,
+    timeout: float = 600.0,
+    in_flight: int = 2,
+    address: str | None = None,
+    on_episode: Callable[[dict], None] | None = None,
+    progress: bool = True,
+    max_errors: int | None = 20,
+) -> RolloutResult:
+    """Runs ``jobs`` on ``workers`` actors and returns their records (with ``out``, the run
+    directory's earlier records of these jobs too: a rerun resumes, skipping finished episodes).
+    Raises after ``max_errors`` failed episodes in a row (e.g. an LLM endpoint that is down),
+    keeping every episode that finished."""
+    t0 = time.perf_counter()
+    world_dir = str(Path(world_dir).resolve())
+    world_hash = _world_hash(world_dir)
+    log = None
+    records: dict[str, dict] = {}
+    if out is not None:
+        meta = {"world": world_dir, "world_hash": world_hash, "agent": agent, "agent_config": agent_config or {},
+                "env_config": env_config or {}}  # fmt: skip
+        log = EpisodeLog(out, meta)
+        records = {r["episode"]: r for r in log.latest()}
+    done = log.done() if log else set()
+    todo = [j for j in jobs if j.key not in done]
+    wanted = {j.key for j in jobs}
+    bar = (
+        _Progress(len(jobs), len(jobs) - len(todo), [r for k, r in records.items() if k in wanted])
+        if progress
+        else None
+    )
+    restarts = 0
+    try:
+        if todo:
+            with RolloutPool(world_dir, agent=agent, agent_config=agent_config, env_config=env_config,
+                             workers=min(workers, len(todo)), address=address) as pool:  # fmt: skip
+                for rec in pool.run(todo, log=log, timeout=timeout, in_flight=in_flight, on_episode=on_episode,
+                                    bar=bar, max_errors=max_errors):  # fmt: skip
+                    records[rec["episode"]] = rec
+                restarts = pool.restarts
     finally:
         if bar:
             bar.close()
         if log:
             log.close()
-        for a in actors:
-            try:
-                ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001
-                pass
-    recs = [records[k] for k in records if k in wanted or log is None]
-    return RolloutResult(recs, new, skipped, restarts, log.path if log else None, time.perf_counter() - t0)
+    recs = [r for k, r in records.items() if k in wanted]
+    return RolloutResult(recs, len(todo), len(jobs) - len(todo), restarts, log.path if log else None,
+                         time.perf_counter() - t0)  # fmt: skip
 
 
 def _replace(actor, spawn):

@@ -166,15 +166,40 @@ def export_parquet(records: list[dict], path: str | Path, *, scale: str = "std")
         t = r.get("timing") or {}
         g = adv.get(r["episode"], {})
         rows.append(
-            {k: r.get(k) for k in ("episode", "task_id", "task_kind", "sample", "seed", "step", "world_hash",
-                                   "agent", "status", "reason", "error", "turns", "reward", "answer")}  # fmt: skip
+            {
+                k: r.get(k)
+                for k in (
+                    "episode",
+                    "task_id",
+                    "task_kind",
+                    "sample",
+                    "seed",
+                    "step",
+                    "world_hash",
+                    "agent",
+                    "status",
+                    "reason",
+                    "error",
+                    "turns",
+                    "reward",
+                    "answer",
+                )
+            }  # fmt: skip
             | {"agent_config": json.dumps(r.get("agent_config")), "knobs": json.dumps(r.get("knobs"))}
             | {m: s.get(m) for m in METRIC_NAMES}
-            | {"messages": [_message(m) for m in r.get("messages") or []],
-               "steps": [st | {"arguments": json.dumps(st.get("arguments"))} for st in r.get("steps") or []],
-               "total_s": t.get("total_s"), "agent_s": t.get("agent_s"), "web_s": t.get("web_s")}  # fmt: skip
-            | {"advantage": g.get("advantage"), "group_size": g.get("group_size"),
-               "group_mean": g.get("group_mean"), "group_std": g.get("group_std")}  # fmt: skip
+            | {
+                "messages": [_message(m) for m in r.get("messages") or []],
+                "steps": [st | {"arguments": json.dumps(st.get("arguments"))} for st in r.get("steps") or []],
+                "total_s": t.get("total_s"),
+                "agent_s": t.get("agent_s"),
+                "web_s": t.get("web_s"),
+            }  # fmt: skip
+            | {
+                "advantage": g.get("advantage"),
+                "group_size": g.get("group_size"),
+                "group_mean": g.get("group_mean"),
+                "group_std": g.get("group_std"),
+            }  # fmt: skip
         )
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     path.parent.mkdir(parents=True, exist_ok=True)

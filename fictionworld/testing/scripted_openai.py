@@ -23,6 +23,7 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     raw: str | None = None  # a body sent verbatim (malformed JSON and the like)
+    tool_calls: list[dict] | None = None  # OpenAI-format tool calls (content may then be empty)
 
 
 class ScriptedOpenAIServer:
@@ -71,10 +72,12 @@ class ScriptedOpenAIServer:
                             "choices": [
                                 {
                                     "index": 0,
-                                    "message": {"role": "assistant", "content": reply.content},
-                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": reply.content or None}
+                                    | ({"tool_calls": reply.tool_calls} if reply.tool_calls else {}),
+                                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                                 }
                             ],
+                            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
                         }
                     ).encode()
                 try:

@@ -3,6 +3,7 @@ over any OpenAI-compatible endpoint, SGLang first)."""
 
 from rollout.agents.base import AGENTS, Agent, make_agent, register
 from rollout.agents.baseline import BaselineAgent, Strategy
+from rollout.agents.openai_agent import OpenAIAgent
 from rollout.agents.oracle import OracleAgent
 
-__all__ = ["Agent", "AGENTS", "make_agent", "register", "OracleAgent", "BaselineAgent", "Strategy"]
+__all__ = ["Agent", "AGENTS", "make_agent", "register", "OracleAgent", "BaselineAgent", "Strategy", "OpenAIAgent"]

@@ -46,7 +46,9 @@ STRATEGY_CHOICES: dict[str, tuple] = {
 }
 
 _WIKI = "https://en.fictopedia.org/wiki/"
-_LEAD = re.compile(r"^(find every one of the|find all( the)?|list (all|every)( the)?|identify the|which is the)\s+", re.I)
+_LEAD = re.compile(
+    r"^(find every one of the|find all( the)?|list (all|every)( the)?|identify the|which is the)\s+", re.I
+)
 _RANGE = re.compile(r"\b(\w+) between (\d{3,4}) and (\d{3,4})\b")
 _FACTBOX = re.compile(r"^- \*\*(.+?):\*\* (.+)$", re.M)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[])")

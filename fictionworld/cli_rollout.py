@@ -1,0 +1,227 @@
+"""``fictionworld rollout``, ``export``, ``demo`` and ``train-demo`` (registered on the main app)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from fictionworld.cli import KnobOption, _fail, _knobs, app, err, out
+
+
+def _agent_config(agent: str, config: str | None, **llm) -> dict:
+    try:
+        cfg = json.loads(config) if config else {}
+    except json.JSONDecodeError as e:
+        _fail(f"--agent-config is not valid JSON ({e.msg})")
+    if not isinstance(cfg, dict):
+        _fail("--agent-config must be a JSON object")
+    if agent == "openai":
+        cfg = {k: v for k, v in llm.items() if v is not None} | cfg
+    return cfg
+
+
+def _table(title: str, rows: list[tuple]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in ("agent", "episodes", "SR", "Row F1", "Item F1", "turns", "errors"):
+        t.add_column(c, justify="left" if c == "agent" else "right")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def _row(name: str, records: list[dict]) -> tuple:
+    from rollout.records import summarize
+
+    scored = [r for r in records if r.get("scores") is not None]
+    s = summarize(scored) if scored else None
+    m = (lambda k: f"{s.metrics[k]['avg_n']:.3f}") if s else (lambda k: "–")
+    turns = sum(r.get("turns", 0) for r in records) / max(len(records), 1)
+    errors = sum(r.get("status") in ("error", "timeout") for r in records)
+    return (name, str(len(records)), m("score"), m("f1_by_row"), m("f1_by_item"), f"{turns:.1f}", str(errors))
+
+
+@app.command()
+def rollout(
+    path: Annotated[Path, typer.Argument(help="World directory.")],
+    tasks_path: Annotated[Path, typer.Option("--tasks", help="Tasks file (JSON Lines, from `fictionworld tasks`).")],
+    run_dir: Annotated[Path, typer.Option("--out", help="Run directory: episodes.jsonl (resumable), Parquet.")],
+    agent: Annotated[str, typer.Option(help="oracle, baseline, openai, or module:Class.")] = "baseline",
+    samples: Annotated[int, typer.Option("--samples-per-task", help="Episodes per task (a GRPO group).")] = 1,
+    workers: Annotated[int, typer.Option(help="Ray actors.")] = 2,
+    seed: Annotated[int, typer.Option(help="Episode seeds derive from this, the task and the sample.")] = 0,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N tasks.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per episode before it is truncated.")] = 600.0,
+    address: Annotated[str | None, typer.Option(help="Ray cluster address ('auto'); default: a local one.")] = None,
+    tools: Annotated[str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, all.")] = "basic",
+    max_turns: Annotated[int | None, typer.Option(help="Turn budget (default: the agent's).")] = None,
+    max_context_chars: Annotated[int | None, typer.Option(help="Context budget in characters.")] = None,
+    knob: KnobOption = None,
+    agent_config: Annotated[str | None, typer.Option(help="Agent settings as a JSON object.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="openai agent: endpoint, e.g. http://127.0.0.1:30000/v1")] = None,
+    model: Annotated[str | None, typer.Option(help="openai agent: model name.")] = None,
+    tool_mode: Annotated[str | None, typer.Option(help="openai agent: native or tags.")] = None,
+    temperature: Annotated[float | None, typer.Option(help="openai agent: sampling temperature.")] = None,
+    top_p: Annotated[float | None, typer.Option(help="openai agent: nucleus sampling.")] = None,
+    top_k: Annotated[int | None, typer.Option(help="openai agent: top-k (SGLang extra_body).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run an agent on tasks with a Ray actor pool; resumable, episodes appended as they finish."""
+    from fictionworld.tasks.model import TaskError, read_tasks
+    from rollout.pool import make_jobs, run_rollouts
+    from rollout.records import RunError, export_parquet
+
+    try:
+        tasks = read_tasks(tasks_path)[:limit]
+    except TaskError as e:
+        _fail(str(e))
+    if not tasks:
+        _fail(f"{tasks_path}: no tasks")
+    if tools not in ("basic", "agentworld", "all"):
+        _fail(f"--tools must be basic, agentworld or all, not {tools!r}")
+    env_config: dict = {"tools": tools}
+    if knob:
+        env_config["knobs"] = _knobs(knob).model_dump(mode="json")
+    if max_turns:
+        env_config["max_turns"] = max_turns
+    if max_context_chars:
+        env_config["max_context_chars"] = max_context_chars
+    cfg = _agent_config(agent, agent_config, base_url=base_url, model=model, tool_mode=tool_mode,
+                        temperature=temperature, top_p=top_p, top_k=top_k)  # fmt: skip
+    try:
+        res = run_rollouts(path, make_jobs(tasks, samples, seed), agent=agent, agent_config=cfg,
+                           env_config=env_config, workers=workers, out=run_dir, timeout=timeout,
+                           address=address, progress=not as_json)  # fmt: skip
+    except (RunError, FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+    except RuntimeError as e:
+        _fail(f"{e} (finished episodes are kept in {run_dir / 'episodes.jsonl'}; rerun to resume)", 1)
+    export_parquet(res.records, run_dir / "episodes.parquet")
+    summary = res.summary(samples)
+    (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
+    if as_json:
+        out.print_json(json.dumps({"new": res.new, "skipped": res.skipped, "restarts": res.restarts,
+                                   "summary": summary.model_dump()}))  # fmt: skip
+        return
+    out.print(_table(f"{agent} on {len(tasks)} tasks × {samples}", [_row(agent, res.records)]))
+    out.print(f"{res.new} episodes run, {res.skipped} already done, {res.restarts} actor restarts, "
+              f"{res.seconds:.1f} s → {run_dir}/episodes.jsonl, episodes.parquet")  # fmt: skip
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory (with episodes.jsonl).")],
+    parquet: Annotated[Path | None, typer.Option("--out", help="Parquet file (default RUN/episodes.parquet).")] = None,
+    scale: Annotated[str, typer.Option(help="GRPO advantage: std ((r-mean)/std) or none (r-mean).")] = "std",
+) -> None:
+    """Export a run's episodes (messages, scores, GRPO advantages) to Parquet for HF datasets."""
+    from rollout.records import export_parquet, read_episodes
+
+    records, bad = read_episodes(run_dir / "episodes.jsonl")
+    if not records:
+        _fail(f"{run_dir}: no episodes")
+    p = export_parquet(records, parquet or run_dir / "episodes.parquet", scale=scale)
+    out.print(
+        f"{len({r['episode'] for r in records})} episodes → {p}" + (f" ({bad} unreadable lines skipped)" if bad else "")
+    )
+
+
+def _world_for_demo(directory: Path, seed: int, entities: int, force: bool):
+    import fictionworld as fw
+    from fictionworld.storage import WorldFormatError
+
+    if directory.exists() and not force:
+        try:
+            w = fw.World.load(directory)
+            if w.seed == seed and len(w.entities) >= 0.9 * entities:
+                return w, False
+        except (WorldFormatError, FileNotFoundError, OSError):
+            pass
+    w = fw.generate(seed=seed, entities=entities)
+    w.save(directory, overwrite=True)
+    return w, True
+
+
+@app.command()
+def demo(
+    directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and runs go.")] = Path("demo"),
+    seed: Annotated[int, typer.Option(help="World seed.")] = 7,
+    entities: Annotated[int, typer.Option(help="World size.")] = 3000,
+    n: Annotated[int, typer.Option("--tasks", help="Tasks (half wide, half deep).")] = 20,
+    workers: Annotated[int, typer.Option(help="Ray actors.")] = 2,
+    force: Annotated[bool, typer.Option("--force", help="Regenerate the world and rerun every episode.")] = False,
+) -> None:
+    """The main job: a small world, tasks, the oracle and baseline agents on local Ray, a table."""
+    import shutil
+
+    from fictionworld.tasks.generate import generate_tasks
+    from fictionworld.tasks.model import write_tasks
+    from rollout.pool import make_jobs, run_rollouts
+
+    t0 = time.perf_counter()
+    with out.status("generating the world…"):
+        world, fresh = _world_for_demo(directory / "world", seed, entities, force)
+    out.print(f"world: {len(world.entities):,} entities, {len(world.facts):,} facts, hash {world.world_hash[:12]} "
+              f"({'generated' if fresh else 'reused'}) → {directory / 'world'}")  # fmt: skip
+    tasks = generate_tasks(world, n, kind="mixed", seed=seed)
+    write_tasks(tasks, directory / "tasks.jsonl")
+    out.print(f"tasks: {len(tasks)} ({sum(t.kind == 'wide' for t in tasks)} wide, "
+              f"{sum(t.kind == 'deep' for t in tasks)} deep) → {directory / 'tasks.jsonl'}")  # fmt: skip
+    rows = []
+    for agent in ("oracle", "baseline"):
+        run = directory / "runs" / agent
+        if force and run.exists():
+            shutil.rmtree(run)
+        out.print(f"[bold]{agent}[/] on local Ray, {workers} workers")
+        res = run_rollouts(directory / "world", make_jobs(tasks, 1, seed), agent=agent, workers=workers, out=run)
+        for kind in ("wide", "deep"):
+            rows.append(_row(f"{agent} ({kind})", [r for r in res.records if r.get("task_kind") == kind]))
+        rows.append(_row(f"{agent} (all)", res.records))
+    out.print(_table("WideSearch metrics (strict scorer; avg over tasks)", rows))
+    out.print(f"done in {time.perf_counter() - t0:.0f} s; episodes in {directory / 'runs'}/*/episodes.jsonl")
+
+
+@app.command("train-demo")
+def train_demo(
+    directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and results go.")] = Path("demo"),
+    seed: Annotated[int, typer.Option(help="World seed (tasks and policy seeds derive from it).")] = 7,
+    entities: Annotated[int, typer.Option(help="World size.")] = 3000,
+    train: Annotated[int, typer.Option(help="Training tasks.")] = 40,
+    heldout: Annotated[int, typer.Option(help="Held-out tasks (another task seed).")] = 20,
+    iterations: Annotated[int, typer.Option(help="GRPO iterations.")] = 12,
+    group: Annotated[int, typer.Option(help="Episodes per task per iteration (GRPO group size).")] = 8,
+    lr: Annotated[float, typer.Option(help="Learning rate on the policy's logits.")] = 2.0,
+    workers: Annotated[int, typer.Option(help="Ray actors.")] = 2,
+) -> None:
+    """Train a small search-strategy policy with GRPO on Ray rollout rewards; plot its curve."""
+    from fictionworld.tasks.generate import generate_tasks
+    from rollout.train import plot_curve, save_result, train_policy
+
+    with out.status("generating the world…"):
+        world, _ = _world_for_demo(directory / "world", seed, entities, False)
+    train_tasks = generate_tasks(world, train, kind="mixed", seed=seed + 1)
+    held = generate_tasks(world, heldout, kind="mixed", seed=seed + 2)
+    held_ids = {t.instance_id for t in held}
+    train_tasks = [t for t in train_tasks if t.instance_id not in held_ids]
+    out.print(f"{len(train_tasks)} training tasks (seed {seed + 1}), {len(held)} held-out tasks (seed {seed + 2}); "
+              f"policy seed {seed}; {iterations} iterations × {group} samples per task")  # fmt: skip
+
+    def show(i, row):
+        h = f"  held-out {row['heldout_reward']:.3f}" if row["heldout_reward"] is not None else ""
+        t = f"train {row['train_reward']:.3f}  groups kept {row['kept_groups']}/{row['groups']}" if i else "start"
+        out.print(f"  iteration {i:>2}: {t}{h}")
+
+    res = train_policy(directory / "world", train_tasks, held, iterations=iterations, group=group, lr=lr,
+                       workers=workers, seed=seed, progress=show)  # fmt: skip
+    d = directory / "train"
+    save_result(res, d)
+    png = plot_curve(res, d / "learning_curve.png")
+    out.print(f"held-out mean reward (item F1): {res.start:.3f} → {res.end:.3f} (sampled policy); "
+              f"final greedy policy {res.greedy_end:.3f}")  # fmt: skip
+    out.print(f"{res.episodes} episodes in {res.seconds:.0f} s; curve → {png}, policy → {d / 'train.json'}")
+    if res.end <= res.start:
+        err.print("[yellow]warning:[/] the held-out reward did not rise in this run")
