@@ -10,10 +10,11 @@ opening messages and the tool schemas, as an LLM would.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Generator
 from typing import Any
 
-__all__ = ["Agent", "AGENTS", "make_agent", "register", "read_results", "read_links", "FAULT_MARKERS"]
+__all__ = ["Agent", "ToolAgent", "AGENTS", "make_agent", "register", "read_results", "read_links", "FAULT_MARKERS"]
 
 Action = Any
 Observation = list[dict]
@@ -35,6 +36,37 @@ class Agent:
 
     def policy(self, messages: list[dict], tools: list[dict], task=None) -> Generator[Action, Observation, None]:
         raise NotImplementedError
+
+
+class ToolAgent(Agent):
+    """Helpers for scripted agents: a call retried on injected faults, and pages opened once per
+    episode (``self.pages`` is reset by the policy). Use with ``yield from``."""
+
+    retries = 3
+    delay = 0.0  # seconds slept before each call (an LLM's latency, for benchmarks)
+
+    def _call(self, name: str, **args):
+        text = ""
+        for _ in range(self.retries):
+            if self.delay:
+                time.sleep(self.delay)
+            obs = yield {"name": name, "arguments": args}
+            text = obs[0]["content"] if obs else ""
+            if not is_fault(text):
+                break
+        return text
+
+    def _open(self, url: str):
+        """The page's text, or None when it cannot be opened."""
+        if url not in self.pages:
+            text = yield from self._call("open", url=url)
+            self.pages[url] = None if text.startswith(("Error:", "Page not found")) else text
+            if self.pages[url] is not None:
+                self._read(text)
+        return self.pages[url]
+
+    def _read(self, text: str) -> None:
+        """Called once for every page opened (override to note links)."""
 
 
 def register(name: str):

@@ -18,7 +18,7 @@ from rapidfuzz import fuzz
 
 from fictionworld.surface import find_dates, find_numbers
 from fictionworld.web.text import plain_text
-from rollout.agents.base import Agent, is_fault, read_links, read_results, register
+from rollout.agents.base import ToolAgent, read_links, read_results, register
 
 __all__ = ["BaselineAgent", "Strategy", "STRATEGY_CHOICES"]
 
@@ -75,7 +75,7 @@ _SYNONYMS = {
 
 
 @register("baseline")
-class BaselineAgent(Agent):
+class BaselineAgent(ToolAgent):
     name = "baseline"
     env_defaults = {"max_turns": 120}
 
@@ -124,22 +124,6 @@ class BaselineAgent(Agent):
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
         yield {"name": "answer", "arguments": {"text": "```markdown\n" + "\n".join(lines) + "\n```"}}
-
-    # -- tools ------------------------------------------------------------------------------
-    def _call(self, name: str, **args):
-        text = ""
-        for _ in range(self.retries):
-            obs = yield {"name": name, "arguments": args}
-            text = obs[0]["content"] if obs else ""
-            if not is_fault(text):
-                break
-        return text
-
-    def _open(self, url: str):
-        if url not in self.pages:
-            text = yield from self._call("open", url=url)
-            self.pages[url] = None if text.startswith(("Error:", "Page not found")) else text
-        return self.pages[url]
 
     # -- reading ----------------------------------------------------------------------------
     def _best_match(self, query: str, urls: list[str]):

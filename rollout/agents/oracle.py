@@ -11,19 +11,18 @@ success rate below 100 %: a bug in the world, the pages, the search, the tasks o
 from __future__ import annotations
 
 import datetime as dt
-import time
 
 from fictionworld.records import Fact
 from fictionworld.surface import find_dates, find_numbers
 from fictionworld.tasks.model import norm_header
 from fictionworld.web.text import plain_text
-from rollout.agents.base import Agent, is_fault, read_links, read_results, register
+from rollout.agents.base import ToolAgent, read_links, read_results, register
 
 __all__ = ["OracleAgent"]
 
 
 @register("oracle")
-class OracleAgent(Agent):
+class OracleAgent(ToolAgent):
     name = "oracle"
     privileged = True
     env_defaults = {"max_turns": 100_000, "max_context_chars": 2_000_000_000, "max_observation_chars": 10_000_000}
@@ -67,25 +66,8 @@ class OracleAgent(Agent):
         yield {"name": "answer", "arguments": {"text": "```markdown\n" + "\n".join(lines) + "\n```"}}
 
     # -- tool calls -----------------------------------------------------------------------
-    def _call(self, name: str, **args):
-        text = ""
-        for _ in range(self.retries):
-            if self.delay:
-                time.sleep(self.delay)
-            obs = yield {"name": name, "arguments": args}
-            text = obs[0]["content"] if obs else ""
-            if not is_fault(text):
-                break
-        return text
-
-    def _open(self, url: str):
-        if url not in self.pages:
-            text = yield from self._call("open", url=url)
-            if text.startswith("Error:") or text.startswith("Page not found"):
-                return None
-            self.pages[url] = text
-            self.linked.update(u for _, u in read_links(text))
-        return self.pages[url]
+    def _read(self, text: str) -> None:
+        self.linked.update(u for _, u in read_links(text))
 
     def _reach(self, eid: str):
         """The text of an entity's article, found through search (or a link already seen)."""
