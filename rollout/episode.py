@@ -16,7 +16,7 @@ def episode_key(task_id: str, sample: int) -> str:
 
 
 def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step: int = 0,
-                deadline: float | None = None, extra: dict | None = None) -> dict:  # fmt: skip
+                deadline: float | None = None) -> dict:  # fmt: skip
     """Runs one episode to its end and returns its record (a JSON-able dict). An exception in
     the agent ends the episode with ``status="error"`` and the traceback's last line; a
     ``deadline`` (``time.monotonic()`` value) truncates it with ``status="timeout"``."""
@@ -35,8 +35,8 @@ def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step
                 status = "done" if terminated else "truncated"
                 break
             if deadline is not None and time.monotonic() > deadline:
-                env.reason, status = "episode timeout", "timeout"
-                env._finish(False)
+                status = "timeout"
+                env.end("episode timeout")
                 break
             a0 = time.perf_counter()
             action = policy.send(obs)
@@ -46,8 +46,8 @@ def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step
     except Exception as e:  # noqa: BLE001 — an agent failure is recorded, never lost
         status = "error"
         error = f"{type(e).__name__}: {e}"[:2000]
-        env.reason = "agent error"
-        env._finish(False)
+        if not env.done:
+            env.end("agent error")
         tb = traceback.format_exc().strip().splitlines()
         error += " | " + tb[-3].strip() if len(tb) >= 3 else ""
     finally:
@@ -63,7 +63,7 @@ def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step
         "step": step,
         "world_hash": getattr(env.web.world, "world_hash", None),
         "agent": agent.name,
-        "agent_config": agent.config() | (extra or {}),
+        "agent_config": agent.config(),
         "knobs": env.knobs.model_dump(mode="json"),
         "status": status,
         "error": error,

@@ -133,11 +133,19 @@ class SearchEnv:
             self.reason = "answer"
         r = 0.0
         if terminated or truncated:
-            r = self._finish(terminated)
+            r = self._finish()
         info = {"turn": self.turn, "calls": [s.model_dump() for s in self.steps[-len(calls) :]] if calls else []}
         if self.done:
             info |= {"reason": self.reason, "scores": self.scores.model_dump(), "answer": self.answer}
         return obs, r, terminated, truncated, info
+
+    def end(self, reason: str) -> float:
+        """Ends the episode from outside (a wall-clock deadline, a failed agent): scored like a
+        truncation, on the last text the agent wrote. Returns the reward."""
+        if self.done:
+            raise RuntimeError("the episode is over: call reset() first")
+        self.reason = reason
+        return self._finish()
 
     def close(self) -> None:
         self.done = True
@@ -185,7 +193,7 @@ class SearchEnv:
         self.context_chars += len(text)
         return m
 
-    def _finish(self, answered: bool) -> float:
+    def _finish(self) -> float:
         self.done = True
         text = self.answer
         if text is None:  # truncated: what the agent last wrote counts as its answer

@@ -14,7 +14,17 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any
 
-__all__ = ["Agent", "ToolAgent", "AGENTS", "make_agent", "register", "read_results", "read_links", "FAULT_MARKERS"]
+__all__ = [
+    "Agent",
+    "ToolAgent",
+    "AGENTS",
+    "make_agent",
+    "register",
+    "read_results",
+    "read_links",
+    "title_of",
+    "FAULT_MARKERS",
+]
 
 Action = Any
 Observation = list[dict]
@@ -107,6 +117,12 @@ def read_results(text: str) -> list[tuple[str, str]]:
 def read_links(text: str) -> list[tuple[str, str]]:
     """(anchor text, url) of every Markdown link in a page's text."""
     return [(m.group(1), m.group(2)) for m in _LINK.finditer(text)]
+
+
+def title_of(text: str) -> str | None:
+    """The title of a page (its first ``# `` line)."""
+    first = text.split("\n", 1)[0]
+    return first[2:].strip() if first.startswith("# ") else None
 
 
 def is_fault(text: str) -> bool:

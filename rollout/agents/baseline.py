@@ -18,7 +18,7 @@ from rapidfuzz import fuzz
 
 from fictionworld.surface import find_dates, find_numbers
 from fictionworld.web.text import plain_text
-from rollout.agents.base import ToolAgent, read_links, read_results, register
+from rollout.agents.base import ToolAgent, read_links, read_results, register, title_of
 
 __all__ = ["BaselineAgent", "Strategy", "STRATEGY_CHOICES"]
 
@@ -133,11 +133,11 @@ class BaselineAgent(ToolAgent):
             if text and url.startswith(_WIKI):
                 score = fuzz.token_set_ratio(query.split(".")[0], plain_text(text))
                 if score > best_score:
-                    best, best_score = _title(text), score
+                    best, best_score = title_of(text), score
         return best
 
     def _row(self, text: str, headers: list[str]):
-        row = [_title(text) or ""]
+        row = [title_of(text) or ""]
         for h in headers[1:]:
             value = _lookup(text, h, self.strategy.prose)
             if value is None and self.strategy.hops:
@@ -185,11 +185,6 @@ def _queries(query: str, headers: list[str], s: Strategy, single: bool) -> list[
         stem = core[: m.start()] + m.group(1) + " in {}"
         out = [stem.format(y) for y in range(int(m.group(2)), int(m.group(3)) + 1)]
     return out
-
-
-def _title(text: str) -> str | None:
-    first = text.split("\n", 1)[0]
-    return first[2:].strip() if first.startswith("# ") else None
 
 
 def _lookup(text: str, header: str, prose: bool) -> str | None:

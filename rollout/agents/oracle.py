@@ -16,7 +16,7 @@ from fictionworld.records import Fact
 from fictionworld.surface import find_dates, find_numbers
 from fictionworld.tasks.model import norm_header
 from fictionworld.web.text import plain_text
-from rollout.agents.base import ToolAgent, read_links, read_results, register
+from rollout.agents.base import ToolAgent, read_links, read_results, register, title_of
 
 __all__ = ["OracleAgent"]
 
@@ -117,11 +117,6 @@ class OracleAgent(ToolAgent):
                 continue
             return read_value(f, text, fmt)
         return None
-
-
-def title_of(text: str) -> str | None:
-    first = text.split("\n", 1)[0]
-    return first[2:].strip() if first.startswith("# ") else None
 
 
 def read_value(f: Fact, markdown: str, fmt: str) -> str | None:
