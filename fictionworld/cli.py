@@ -236,6 +236,45 @@ KnobOption = Annotated[
 ]
 
 
+WorldModelOption = Annotated[
+    str, typer.Option("--world-model", help="Who writes pages and snippets: template, or sglang (an LLM, verified).")
+]
+BaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", help="sglang world model: server, e.g. http://127.0.0.1:30000/v1")
+]
+ModelOption = Annotated[str, typer.Option("--model", help="sglang world model: served model name.")]
+ApiOption = Annotated[str, typer.Option("--api", help="sglang world model: chat (/v1/chat/completions) or generate.")]
+
+
+def _world_model_config(kind: str, base_url: str | None, model: str, api: str = "chat", **extra):
+    """A WorldModelConfig from command-line options, or a clear error."""
+    from fictionworld.worldmodel.config import WorldModelConfig
+
+    if kind not in ("template", "sglang"):
+        _fail(f"--world-model must be template or sglang, not {kind!r}")
+    if kind == "sglang" and not base_url:
+        _fail("--world-model sglang needs --base-url (the SGLang server, e.g. http://127.0.0.1:30000/v1)")
+    try:
+        return WorldModelConfig(kind=kind, base_url=base_url, model=model, api=api, **extra)
+    except ValueError as exc:
+        _fail(f"bad world model settings: {' '.join(str(exc).split())[:300]}")
+
+
+def _serve_with(web, config) -> None:
+    """Puts ``config``'s world model on ``web``; says plainly when its server does not answer
+    (the model then serves template pages until it does)."""
+    from fictionworld.worldmodel.config import use_world_model
+
+    model = use_world_model(web, config)
+    if config.kind == "sglang":
+        from fictionworld.worldmodel.client import ServerUnreachable
+
+        try:
+            model.check()
+        except ServerUnreachable as exc:
+            err.print(f"[yellow]warning:[/] {escape(str(exc))}; serving template pages", highlight=False)
+
+
 @app.command()
 def index(
     path: Annotated[Path, typer.Argument(help="World directory.")],
@@ -266,11 +305,17 @@ def search(
     page: Annotated[int, typer.Option(help="Result page, 1-based.")] = 1,
     knob: KnobOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    world_model: WorldModelOption = "template",
+    base_url: BaseUrlOption = None,
+    model: ModelOption = "default",
+    api: ApiOption = "chat",
 ) -> None:
     """Search a world's web; prints results as agents see them ([n] URL / Title / Snippet / Date)."""
     from fictionworld.web import WebError, format_results
 
+    config = _world_model_config(world_model, base_url, model, api)
     web = _web(path)
+    _serve_with(web, config)
     knobs = _knobs(knob)
     try:
         results = web.search(query, k, page, knobs)
@@ -288,11 +333,17 @@ def open_cmd(
     url: Annotated[str, typer.Argument(help="Page URL (directories take ?page=N).")],
     knob: KnobOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    world_model: WorldModelOption = "template",
+    base_url: BaseUrlOption = None,
+    model: ModelOption = "default",
+    api: ApiOption = "chat",
 ) -> None:
     """Open a page of a world's web and print it as Markdown. Exit 1 if there is no such page."""
     from fictionworld.web import PageNotFound, WebError
 
+    config = _world_model_config(world_model, base_url, model, api)
     web = _web(path)
+    _serve_with(web, config)
     try:
         page = web.open(url, _knobs(knob))
     except WebError as exc:
@@ -322,6 +373,7 @@ def spec_cmd(entities: Annotated[int, typer.Option(help="Target number of entiti
 def main() -> None:
     import fictionworld.cli_rollout  # noqa: F401  (registers `rollout`, `export`, `demo`, `train-demo`)
     import fictionworld.cli_tasks  # noqa: F401  (registers `tasks` and `score`)
+    import fictionworld.cli_worldmodel  # noqa: F401  (registers `fidelity` and `render-cache`)
     from fictionworld import cli  # the importable module's app, also when run as __main__
 
     cli.app()

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fictionworld.cli import KnobOption, _fail, _knobs, app, err, out
+from fictionworld.cli import KnobOption, WorldModelOption, _fail, _knobs, _world_model_config, app, err, out
 
 
 def _agent_config(agent: str, config: str | None, **llm) -> dict:
@@ -69,6 +69,14 @@ def rollout(
     top_p: Annotated[float | None, typer.Option(help="openai agent: nucleus sampling.")] = None,
     top_k: Annotated[int | None, typer.Option(help="openai agent: top-k (SGLang extra_body).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    world_model: WorldModelOption = "template",
+    world_model_url: Annotated[
+        str | None, typer.Option(help="sglang world model: its server (default: --base-url, the agent's).")
+    ] = None,
+    world_model_name: Annotated[
+        str | None, typer.Option(help="sglang world model: model name (default: --model).")
+    ] = None,
+    world_model_api: Annotated[str, typer.Option(help="sglang world model: chat or generate.")] = "chat",
 ) -> None:
     """Run an agent on tasks with a Ray actor pool; resumable, episodes appended as they finish."""
     from fictionworld.tasks.model import TaskError, read_tasks
@@ -90,6 +98,10 @@ def rollout(
         env_config["max_turns"] = max_turns
     if max_context_chars:
         env_config["max_context_chars"] = max_context_chars
+    if world_model != "template":
+        wm = _world_model_config(world_model, world_model_url or base_url, world_model_name or model or "default",
+                                 world_model_api)  # fmt: skip
+        env_config["world_model"] = wm.model_dump(mode="json")
     cfg = _agent_config(agent, agent_config, base_url=base_url, model=model, tool_mode=tool_mode,
                         temperature=temperature, top_p=top_p, top_k=top_k)  # fmt: skip
     try:

@@ -65,6 +65,7 @@ def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step
         "agent": agent.name,
         "agent_config": agent.config(),
         "knobs": env.knobs.model_dump(mode="json"),
+        "world_model": _world_model(env.web.model),
         "status": status,
         "error": error,
         "reason": env.reason,
@@ -77,3 +78,9 @@ def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step
         "timing": {"total_s": total, "agent_s": agent_s, "web_s": env.web_seconds},
         "difficulty": task.difficulty,
     }
+
+
+def _world_model(model) -> str:
+    """Which world model wrote the pages: "template", or "sglang:<model name>"."""
+    client = getattr(model, "client", None)
+    return f"{model.name}:{client.model}" if client is not None else model.name

@@ -137,7 +137,8 @@ _STEP = pa.struct([("turn", pa.int32()), ("tool", pa.string()), ("arguments", pa
 SCHEMA = pa.schema(
     [("episode", pa.string()), ("task_id", pa.string()), ("task_kind", pa.string()), ("sample", pa.int32()),
      ("seed", pa.int64()), ("step", pa.int32()), ("world_hash", pa.string()), ("agent", pa.string()),
-     ("agent_config", pa.string()), ("knobs", pa.string()), ("status", pa.string()), ("reason", pa.string()),
+     ("agent_config", pa.string()), ("knobs", pa.string()), ("world_model", pa.string()), ("status", pa.string()),
+     ("reason", pa.string()),
      ("error", pa.string()), ("turns", pa.int32()), ("reward", pa.float64())]
     + [(m, pa.float64()) for m in METRIC_NAMES]
     + [("answer", pa.string()), ("messages", pa.list_(_MESSAGE)), ("steps", pa.list_(_STEP)),
@@ -177,6 +178,7 @@ def export_parquet(records: list[dict], path: str | Path, *, scale: str = "std")
                     "step",
                     "world_hash",
                     "agent",
+                    "world_model",
                     "status",
                     "reason",
                     "error",

@@ -22,6 +22,7 @@ from fictionworld.env.prompts import system_prompt
 from fictionworld.env.tools import TOOL_SETS, ToolCall, parse_action, tool_schemas
 from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
+from fictionworld.worldmodel.config import WorldModelConfig, use_world_model
 
 __all__ = ["SearchEnv", "EnvConfig", "StepRecord"]
 
@@ -43,6 +44,7 @@ class EnvConfig(BaseModel):
     knobs: Knobs | None = None
     schedule: Schedule | None = None
     reward: RewardConfig = RewardConfig()
+    world_model: WorldModelConfig = WorldModelConfig()  # who writes pages: templates, or an LLM on SGLang
 
 
 class StepRecord(BaseModel):
@@ -64,6 +66,8 @@ class SearchEnv:
     def __init__(self, web, config: EnvConfig | None = None):
         self.web = web
         self.config = config or EnvConfig()
+        if self.config.world_model.kind != "template":  # the default leaves a model set on the web alone
+            use_world_model(web, self.config.world_model)
         names = TOOL_SETS[self.config.tools]
         self.tool_names = names
         self.tools = tool_schemas(self.config.tools)

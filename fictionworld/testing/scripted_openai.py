@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible HTTP server on 127.0.0.1, for tests.
 
-It is not a model: it answers ``POST /v1/chat/completions`` with replies a test scripts in
-advance (text, an HTTP status, a delay, or a function of the request), and records every
+It is not a model: it answers ``POST /v1/chat/completions`` (and SGLang's native ``POST
+/generate``, with ``{"text", "meta_info"}``) with replies a test scripts in advance (text, an HTTP status, a delay, or a function of the request), and records every
 request it received. LLM code paths are tested against it because no LLM runs on CI machines.
 """
 
@@ -33,6 +33,7 @@ class ScriptedOpenAIServer:
     def __init__(self, replies: list[Reply | str] | Callable[[dict], Reply | str]):
         self.replies = replies
         self.requests: list[dict] = []
+        self.paths: list[str] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -52,17 +53,31 @@ class ScriptedOpenAIServer:
             def log_message(self, *args):  # keep test output clean
                 pass
 
+            def do_GET(self):  # health and model list, as SGLang serves them
+                body = b"{}" if self.path.startswith("/health") else json.dumps(
+                    {"object": "list", "data": [{"id": "scripted", "object": "model"}]}).encode()  # fmt: skip
+                self.send_response(200 if self.path in ("/health", "/v1/models") else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 try:
                     req = json.loads(self.rfile.read(length) or b"{}")
                 except json.JSONDecodeError:
                     req = {}
+                owner.paths.append(self.path)
                 reply = owner._next(req)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.raw is not None:
                     body = reply.raw.encode()
+                elif self.path.rstrip("/").endswith("/generate"):
+                    meta = {"id": "scripted", "finish_reason": {"type": "stop"}, "prompt_tokens": 0,
+                            "completion_tokens": 0, "cached_tokens": 0}  # fmt: skip
+                    body = json.dumps({"text": reply.content, "meta_info": meta}).encode()
                 else:
                     body = json.dumps(
                         {

@@ -1,0 +1,114 @@
+"""``fictionworld fidelity`` and ``render-cache`` (registered on the main app)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from fictionworld.cli import (
+    ApiOption,
+    BaseUrlOption,
+    ModelOption,
+    WorldModelOption,
+    _fail,
+    _serve_with,
+    _web,
+    _world_model_config,
+    app,
+    err,
+    out,
+)
+
+_LABELS = {
+    "rendered": "renderings (pages + snippets)",
+    "first_try_pass_rate": "first-try pass rate",
+    "pass_rate_after_retries": "pass rate after retries",
+    "fallbacks": "template fallbacks",
+    "unreachable": "server unreachable (template served)",
+    "facts_covered": "required facts stated (first tries)",
+    "contradictions": "contradictions found",
+    "unsupported_values": "unsupported values found",
+    "namesakes": "invented namesakes found",
+    "call_latency_p50_s": "call latency p50 (s)",
+    "call_latency_p95_s": "call latency p95 (s)",
+    "render_latency_p50_s": "render latency p50 (s)",
+    "render_latency_p95_s": "render latency p95 (s)",
+}
+
+
+@app.command()
+def fidelity(
+    path: Annotated[Path, typer.Argument(help="World directory.")],
+    world_model: WorldModelOption = "template",
+    base_url: BaseUrlOption = None,
+    model: ModelOption = "default",
+    api: ApiOption = "chat",
+    n: Annotated[
+        int, typer.Option("--n", help="Pages to render (a seeded sample of the authored kinds).", min=1)
+    ] = 200,
+    searches: Annotated[int | None, typer.Option(help="Result lists to render (default n/4).", min=0)] = None,
+    seed: Annotated[int, typer.Option(help="Sample seed.")] = 0,
+    timeout: Annotated[float, typer.Option(help="Seconds per LLM call.")] = 60.0,
+    concurrency: Annotated[int, typer.Option(help="LLM requests in flight at most.", min=1)] = 8,
+    write_cache: Annotated[bool, typer.Option(help="Keep the renders in the world's cache.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Render sampled pages and result lists and check them against the graph: first-try pass
+    rate, facts covered, contradictions, fallbacks, latency. `--world-model template` checks
+    the template renderer itself (it must pass 100 %)."""
+    from fictionworld.worldmodel.fidelity import fidelity as run
+
+    config = _world_model_config(world_model, base_url, model, api, timeout=timeout, max_concurrency=concurrency)
+    web = _web(path)
+    if config.kind == "sglang":
+        _serve_with(web, config)
+    with Progress(TextColumn("fidelity"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  disable=as_json) as bar:  # fmt: skip
+        task = bar.add_task("pages", total=min(n, len(web.pages)))
+        summary = run(web, config, n=n, searches=searches, seed=seed, write_cache=write_cache,
+                      progress=lambda k: bar.advance(task, k))  # fmt: skip
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    t = Table(title=f"world model {config.kind}" + (f" ({config.model})" if config.kind == "sglang" else "") +
+              f": {summary['pages']} pages, {summary['searches']} searches, {summary['seconds']} s",
+              title_justify="left")  # fmt: skip
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    for k, label in _LABELS.items():
+        v = summary.get(k)
+        if v is None:
+            continue
+        t.add_row(label, f"{v:.1%}" if isinstance(v, float) and ("rate" in k or k == "facts_covered") else str(v))
+    if summary.get("problems"):
+        t.add_row("problems by kind", ", ".join(f"{k} {v}" for k, v in summary["problems"].items()))
+    out.print(t)
+
+
+@app.command("render-cache")
+def render_cache(
+    path: Annotated[Path, typer.Argument(help="World directory.")],
+    clear: Annotated[
+        str | None, typer.Option(help="Forget stored renderings: fallback (give the LLM another try) or all.")
+    ] = None,
+) -> None:
+    """Show (or clear) the LLM world model's stored renderings in a world (renders.sqlite)."""
+    from fictionworld.worldmodel.cache import CACHE_FILE, CacheError, RenderCache
+
+    if not (path / CACHE_FILE).exists():
+        _fail(f"{path} has no render cache ({CACHE_FILE}): nothing was rendered by an LLM world model here")
+    try:
+        cache = RenderCache(path / CACHE_FILE)
+    except CacheError as e:
+        _fail(str(e))
+    if clear is not None:
+        if clear not in ("fallback", "all"):
+            _fail(f"--clear must be fallback or all, not {clear!r}")
+        gone = cache.clear(source=None if clear == "all" else "fallback")
+        out.print(f"forgot {gone} stored renderings")
+    out.print(json.dumps(cache.counts()))

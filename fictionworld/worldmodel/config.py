@@ -1,0 +1,72 @@
+"""Choosing the world model: ``WorldModelConfig`` travels in ``EnvConfig`` (so Ray rollout
+actors build the same one) and behind ``--world-model template|sglang`` on the command line."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["WorldModelConfig", "make_world_model", "use_world_model", "QWEN_AGENTWORLD_SAMPLING"]
+
+# The sampling the Qwen-AgentWorld model card recommends for its world model.
+QWEN_AGENTWORLD_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
+
+
+class WorldModelConfig(BaseModel):
+    """``kind="template"`` (default, no server) or ``"sglang"`` (``base_url`` required)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["template", "sglang"] = "template"
+    base_url: str | None = None
+    model: str = "default"
+    api: Literal["chat", "generate"] = "chat"
+    api_key: str | None = None
+    timeout: float = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0, le=10)
+    max_attempts: int = Field(3, ge=1, le=10)  # renderings per page before the template fallback
+    max_concurrency: int = Field(8, ge=1, le=1024)
+    max_tokens: int = Field(4096, ge=64)
+    temperature: float = Field(QWEN_AGENTWORLD_SAMPLING["temperature"], ge=0)
+    top_p: float = Field(QWEN_AGENTWORLD_SAMPLING["top_p"], gt=0, le=1)
+    top_k: int = QWEN_AGENTWORLD_SAMPLING["top_k"]
+    extra_body: dict = Field(default_factory=dict)  # e.g. {"chat_template_kwargs": {"enable_thinking": False}}
+    cooldown: float = Field(30.0, ge=0)
+
+    @model_validator(mode="after")
+    def _url(self) -> WorldModelConfig:
+        if self.kind == "sglang" and not self.base_url:
+            raise ValueError("the sglang world model needs base_url (e.g. http://127.0.0.1:30000/v1)")
+        return self
+
+    @property
+    def sampling(self) -> dict:
+        return {"temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
+
+
+def make_world_model(config: WorldModelConfig | dict | None, web):
+    """The world model ``config`` names, bound to ``web`` (its render cache in the world's
+    directory when the world was loaded from one)."""
+    from fictionworld.web.model import TemplateWorldModel
+
+    config = WorldModelConfig.model_validate(config or {})
+    if config.kind == "template":
+        return TemplateWorldModel()
+    from fictionworld.worldmodel.sglang import SGLangWorldModel
+
+    c = config
+    return SGLangWorldModel(web, c.base_url, c.model, api=c.api, api_key=c.api_key, timeout=c.timeout,
+                            retries=c.retries, max_attempts=c.max_attempts, max_concurrency=c.max_concurrency,
+                            max_tokens=c.max_tokens, sampling=c.sampling, extra_body=c.extra_body,
+                            cooldown=c.cooldown)  # fmt: skip
+
+
+def use_world_model(web, config: WorldModelConfig | dict | None):
+    """Sets ``web.model`` from ``config`` unless it is that kind already; returns the model."""
+    config = WorldModelConfig.model_validate(config or {})
+    current = getattr(web, "_world_model_config", None)
+    if current != config:
+        web.model = make_world_model(config, web)
+        web._world_model_config = config
+    return web.model
