@@ -197,3 +197,26 @@ def test_pool_reports_actor_memory(ray_cluster, saved_world):
     with RolloutPool(saved_world, agent="baseline", workers=2) as pool:
         info = pool.info()
     assert len(info) == 2 and all(i["rss"] > 10_000_000 for i in info)
+
+
+def test_oracle_on_ray_with_the_llm_world_model(ray_cluster, saved_world, world, tasks, tmp_path):
+    """Ray actors serve pages written by the (scripted) LLM world model: every page verified,
+    one stored page per URL in the world's render cache, and the oracle still answers all."""
+    import shutil
+
+    from wm_helpers import Script
+
+    from fictionworld.worldmodel.cache import RenderCache
+
+    d = tmp_path / "w"
+    shutil.copytree(saved_world, d)
+    with ScriptedOpenAIServer(Script(world.web)) as srv:
+        wm = {"kind": "sglang", "base_url": srv.base_url, "model": "scripted", "timeout": 20}
+        res = run_rollouts(d, make_jobs(tasks[:4], 2), agent="oracle", workers=2, progress=False,
+                           env_config={"world_model": wm})  # fmt: skip
+        assert srv.requests
+    assert all(r["status"] == "done" and r["world_model"] == "sglang:scripted" for r in res.records)
+    assert [r["scores"]["score"] for r in res.records] == [1.0] * 8
+    opened = {s["arguments"]["url"].split("?")[0] for r in res.records for s in r["steps"] if s["tool"] == "open"}
+    counts = RenderCache(d / "renders.sqlite").counts()
+    assert set(counts) == {"llm"} and counts["llm"] >= len(opened) // 2

@@ -301,3 +301,46 @@ def test_concurrent_processes_see_one_stored_page_per_url(saved_world, tmp_path,
     assert all(t.startswith("Edition") for t in seen[0].values())
     cache = RenderCache(d / "renders.sqlite")
     assert cache.counts() == {"llm": len(urls)}
+
+
+# -- command line --------------------------------------------------------------------------
+def cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "fictionworld.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def test_cli_fidelity_template_and_sglang(saved_world, tmp_path, world):
+    import shutil
+
+    r = cli("fidelity", saved_world, "--n", "400", "--searches", "40", "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["rendered"] > 400 and s["first_try_pass_rate"] == 1.0 and s["facts_covered"] == 1.0
+    d = tmp_path / "w"
+    shutil.copytree(saved_world, d)
+
+    # about every third page omits its lead paragraph omits its first sentence: caught, retried, and passes on the next try
+    def page(url, text, n):
+        return wrap(restyled(text) if n > 1 or len(url) % 3 else text.split("\n\n", 1)[-1])
+
+    with ScriptedOpenAIServer(Script(world.web, page=page)) as srv:
+        r = cli("fidelity", d, "--world-model", "sglang", "--base-url", srv.base_url, "--model", "scripted",
+                "--n", "30", "--searches", "5", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["world_model"] == "sglang" and s["pages"] == 30 and s["fallbacks"] == 0
+    assert s["pass_rate_after_retries"] == 1.0 and s["llm_calls"] > 30
+    assert not (d / "renders.sqlite").exists() or RenderCache(d / "renders.sqlite").counts() == {}
+
+
+def test_cli_open_with_the_server_down_says_so_and_serves_the_template(saved_world, world):
+    url = world.web.pages.urls[0]
+    r = cli("open", saved_world, url, "--world-model", "sglang", "--base-url", "http://127.0.0.1:9/v1")
+    assert r.returncode == 0, r.stderr
+    assert "no SGLang server answers" in r.stderr and "serving template pages" in r.stderr
+    assert world.web.pages.text(0).splitlines()[0] in r.stdout
+    r = cli("search", saved_world, "anything", "--world-model", "sglang")
+    assert r.returncode == 2 and "needs --base-url" in r.stderr

@@ -66,7 +66,10 @@ class RenderedResults(BaseModel):
 
 
 def action_turn(turn: int, action: dict) -> dict:
-    return {"role": "user", "content": f"### Turn {turn}\n**Action:**\n```json\n{json.dumps(action)}\n```"}
+    return {
+        "role": "user",
+        "content": f"### Turn {turn}\n**Action:**\n```json\n{json.dumps(action, ensure_ascii=False)}\n```",
+    }
 
 
 def observation_turn(text: str) -> dict:

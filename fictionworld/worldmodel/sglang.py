@@ -247,7 +247,7 @@ class SGLangWorldModel:
             except (ValidationError, ValueError) as e:
                 got, bad_json = {}, str(e).splitlines()[0]
             notes = []
-            for url, (row, g, leak, _text) in list(pending.items()):
+            for url, (_row, g, leak, _text) in list(pending.items()):
                 r = got.get(url)
                 if r is None:
                     verdict = Verdict(required=1, problems=[Problem("format", bad_json and f"not JSON of the schema "
