@@ -260,6 +260,13 @@ def _world_model_config(kind: str, base_url: str | None, model: str, api: str = 
         _fail(f"bad world model settings: {' '.join(str(exc).split())[:300]}")
 
 
+def _served_web(path: Path, config):
+    """A saved world's web, served by ``config``'s world model."""
+    web = _web(path)
+    _serve_with(web, config)
+    return web
+
+
 def _serve_with(web, config) -> None:
     """Puts ``config``'s world model on ``web``; says plainly when its server does not answer
     (the model then serves template pages until it does)."""
@@ -313,9 +320,7 @@ def search(
     """Search a world's web; prints results as agents see them ([n] URL / Title / Snippet / Date)."""
     from fictionworld.web import WebError, format_results
 
-    config = _world_model_config(world_model, base_url, model, api)
-    web = _web(path)
-    _serve_with(web, config)
+    web = _served_web(path, _world_model_config(world_model, base_url, model, api))
     knobs = _knobs(knob)
     try:
         results = web.search(query, k, page, knobs)
@@ -341,9 +346,7 @@ def open_cmd(
     """Open a page of a world's web and print it as Markdown. Exit 1 if there is no such page."""
     from fictionworld.web import PageNotFound, WebError
 
-    config = _world_model_config(world_model, base_url, model, api)
-    web = _web(path)
-    _serve_with(web, config)
+    web = _served_web(path, _world_model_config(world_model, base_url, model, api))
     try:
         page = web.open(url, _knobs(knob))
     except WebError as exc:
