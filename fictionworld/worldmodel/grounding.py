@@ -86,14 +86,7 @@ class FactIndex:
         return self._by_subject[self._subject_start[entity] : self._subject_start[entity + 1]]
 
     def value(self, row: int):
-        f = self.world.facts
-        if f.v_int[row] != NA_INT:
-            return int(f.v_int[row])
-        if not np.isnan(f.v_float[row]):
-            return float(f.v_float[row])
-        if f.v_date[row] != NA_DATE:
-            return from_days(int(f.v_date[row]))
-        return f.v_text[row]
+        return self.world.fact(row).value
 
     def claim(self, row: int) -> Claim:
         f = self.world.facts
@@ -107,8 +100,8 @@ class FactIndex:
         return Claim(int(f.id[row]), s, p, kind, self.value(row))
 
     @cached_property
-    def _dates_numbers(self) -> tuple[list, list]:
-        """Per entity row: the dates and numbers of its own facts (attributes and relation dates)."""
+    def _dates_numbers(self) -> tuple[list, list, list]:
+        """Per entity row: the dates, numbers and text values of its own facts (attributes and relation dates)."""
         f = self.world.facts
         n = len(self.world.entities)
         dates: list[set] = [set() for _ in range(n)]
