@@ -2,7 +2,7 @@
 kind (exact_match key, number_near, date_near, url_match, llm_judge, exact_match), strict mode
 next to compat mode (the official semantics on pandas) in the same process, on one core.
 
-    python benchmarks/bench_score.py [--responses 2000]
+    python benchmarks/bench_score.py [--responses 2000] [--wide 20] [--world 20000]
 
 Responses vary: perfect, wrong cells, surface forms (bold, "1.2 thousand", "March 14, 1987",
 bare domains), shuffled rows and columns, extra and near-duplicate rows, unparseable text.
@@ -34,20 +34,20 @@ PIPELINE = {
 INDUSTRIES = ["robotics", "banking", "textiles", "media", "mining", "retail"]
 
 
+def company_row(r: random.Random, i: int) -> list[str]:
+    d = dt.date(1900, 1, 1) + dt.timedelta(days=r.randrange(40_000))
+    return [
+        f"Company {i} {r.choice('ABCDEFG')}orp",
+        str(r.randrange(10, 500_000)),
+        d.isoformat(),
+        f"https://www.c{i}.example",
+        r.choice(INDUSTRIES),
+        f"City {r.randrange(50)}",
+    ]
+
+
 def make_task(r: random.Random) -> Task:
-    rows = []
-    for i in range(20):
-        d = dt.date(1900, 1, 1) + dt.timedelta(days=r.randrange(40_000))
-        rows.append(
-            [
-                f"Company {i} {r.choice('ABCDEFG')}orp",
-                str(r.randrange(10, 500_000)),
-                d.isoformat(),
-                f"https://www.c{i}.example",
-                r.choice(INDUSTRIES),
-                f"City {r.randrange(50)}",
-            ]
-        )
+    rows = [company_row(r, i) for i in range(20)]
     ev = Evaluation(unique_columns=["company"], required=COLUMNS, eval_pipeline=PIPELINE)
     aliases = {"company": [[row[0].replace("orp", "orporation")] for row in rows]}
     return Task(
@@ -83,25 +83,96 @@ def make_response(task: Task, r: random.Random) -> str:
     return "Here is the table.\n```markdown\n" + "\n".join(lines) + "\n```"
 
 
-def _clear_caches(task) -> None:
-    from fictionworld.scoring import metrics
+def _clear_caches(task, keep_task: bool = False) -> None:
+    from fictionworld.scoring import cells, metrics
 
     for f in (
         metrics.clean_cell,
         metrics.strict_norm,
-        metrics.strict_number,
-        metrics.strict_date,
         metrics.strict_hosts,
+        cells.read_numbers,
+        cells.read_date,
+        cells.fold_name,
+        cells.name_readings,
+        cells._category_words,
     ):
         f.cache_clear()
-    task._cache.clear()
+    if not keep_task:
+        task._cache.clear()
 
 
-def time_mode(pairs, mode: str, cold: bool = False) -> list[float]:
+WIDE_COLUMNS = [*COLUMNS, "ceo", "revenue"]
+WIDE_PIPELINE = {
+    **PIPELINE,
+    "ceo": ColumnEval(metric=["llm_judge"], criterion="same person"),
+    "revenue": ColumnEval(preprocess=["extract_number"], metric=["number_near"], criterion=0.01),
+}
+
+
+def make_wide_task(r: random.Random, n: int = 500) -> Task:
+    """A WideSearch-size task: ``n`` rows × 8 columns, names with aliases from a 'graph'."""
+    rows = [
+        [*company_row(r, i), f"Person {r.randrange(10_000)} Surname", str(r.randrange(10**6, 10**9))] for i in range(n)
+    ]
+    ev = Evaluation(unique_columns=["company"], required=WIDE_COLUMNS, eval_pipeline=WIDE_PIPELINE)
+    aliases = {"company": [[row[0].replace("orp", "orporation")] for row in rows], "ceo": [[] for _ in rows]}
+    return Task(
+        instance_id="wide", query="", evaluation=ev, gold=GoldTable(columns=WIDE_COLUMNS, rows=rows), aliases=aliases
+    )
+
+
+def wide_response(task: Task, r: random.Random, junk: int = 0) -> str:
+    """The gold table in surface forms (some cells wrong), shuffled, plus ``junk`` wrong rows."""
+    rows = [list(x) for x in task.gold.rows]
+    for row in rows:
+        row[1] = format_int(int(row[1]), r.randrange(3))
+        row[2] = format_date(dt.date.fromisoformat(row[2]), r.randrange(4))
+        row[0] = f"**{row[0]}**" if r.random() < 0.2 else row[0]
+        if r.random() < 0.1:
+            row[r.randrange(1, 8)] = "unknown"
+    rows += [[f"Junk {i}", str(i), "2000-01-01", "x.example", "media", "City", "Nobody", "1"] for i in range(junk)]
+    r.shuffle(rows)
+    head = ["Company", "Employees", "Founded", "Website", "Industry", "Headquarters", "CEO", "Revenue"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 8] + ["| " + " | ".join(x) + " |" for x in rows]
+    return "\n".join(lines)
+
+
+def time_wide(r: random.Random, reps: int) -> None:
+    """Strict scoring of 500 × 8 tables, cold (every cache cleared) and warm, next to compat."""
+    task = make_wide_task(r)
+    responses = [wide_response(task, r) for _ in range(reps)]
+    junk = wide_response(task, r, junk=1500)
+    head = (
+        "| Company | Employees | Founded | Website | Industry | Headquarters | CEO | Revenue |\n" + "|---" * 8 + "|\n"
+    )
+    huge = head + "".join(
+        f"| Junk {i} | 1 | 2000-01-01 | x.example | media | City | Nobody | {i} |\n" for i in range(1990)
+    )
+    huge += "x" * (999_000 - len(huge))  # just under the 1,000,000-character cap, 1,990 junk rows
+    print(f"\n500 × 8 tables (WideSearch size), one core, {reps} responses")
+    print(f"{'case':<36} {'mean ms':>9} {'max ms':>9}")
+    cases = {
+        "strict cold (every cache cleared)": (responses, "strict", True, False),
+        "strict, task prepared, new cells": (responses, "strict", True, True),
+        "strict warm (cells seen before)": (responses, "strict", False, False),
+        "strict, + 1,500 junk rows, cold": ([junk], "strict", True, False),
+        f"strict, {len(huge) / 1e6:.2f} MB answer, cold": ([huge], "strict", True, False),
+        "compat (official semantics)": (responses[: max(2, reps // 4)], "compat", False, False),
+    }
+    means = {}
+    for name, (resps, mode, cold, keep) in cases.items():
+        ts = time_mode([(task, x) for x in resps], mode, cold=cold, keep_task=keep)
+        means[name] = statistics.mean(ts)
+        print(f"{name:<36} {1e3 * means[name]:>9.2f} {1e3 * max(ts):>9.2f}")
+    first = next(iter(means.values()))
+    print(f"compat / strict cold (mean): {means['compat (official semantics)'] / first:.1f}×")
+
+
+def time_mode(pairs, mode: str, cold: bool = False, keep_task: bool = False) -> list[float]:
     times = []
     for task, resp in pairs:
         if cold:
-            _clear_caches(task)
+            _clear_caches(task, keep_task)
         t = time.perf_counter()
         score(resp, task, mode=mode, today=dt.date(2026, 11, 21))
         times.append(time.perf_counter() - t)
@@ -111,6 +182,7 @@ def time_mode(pairs, mode: str, cold: bool = False) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--responses", type=int, default=2000)
+    ap.add_argument("--wide", type=int, default=20, help="500 × 8 responses to time (0 skips)")
     ap.add_argument("--world", type=int, default=20_000, help="entities of the task-generation world (0 skips)")
     args = ap.parse_args()
     try:
@@ -140,6 +212,8 @@ def main() -> None:
     row("cold", cold)
     row("compat", compat)
     print(f"compat / strict (mean): {statistics.mean(compat) / statistics.mean(strict):.1f}×")
+    if args.wide:
+        time_wide(r, args.wide)
     if args.world:
         import fictionworld as fw
         from fictionworld.tasks.generate import generate_tasks

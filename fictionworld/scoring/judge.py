@@ -15,9 +15,9 @@ from typing import Protocol
 from rapidfuzz import fuzz, process
 
 from fictionworld.llm import ChatClient
-from fictionworld.scoring.metrics import strict_judge
+from fictionworld.scoring.metrics import clean_cell, strict_norm
 
-__all__ = ["Judge", "FallbackJudge", "LLMJudge", "parse_json_block"]
+__all__ = ["Judge", "FallbackJudge", "LLMJudge", "parse_json_block", "fuzzy_judge"]
 
 _JSON_BLOCK = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
 
@@ -66,7 +66,7 @@ class FallbackJudge:
         return out
 
     def judge_column(self, responses: list[str], targets: list[str], criterion) -> list[float]:
-        return [strict_judge(str(r), str(t)) for r, t in zip(responses, targets)]
+        return [fuzzy_judge(str(r), str(t)) for r, t in zip(responses, targets)]
 
 
 class LLMJudge:
@@ -103,3 +103,28 @@ class LLMJudge:
         if data is None:
             return [0.0] * len(pairs)
         return [data.get(f"idx_{i}", 0) for i in range(len(pairs))]
+
+
+def _singular(s: str) -> str:
+    return s[:-1] if len(s) > 3 and s.endswith("s") and not s.endswith("ss") else s
+
+
+def fuzzy_judge(r: str, t: str, aliases: tuple[str, ...] = ()) -> float:
+    """The compat scorer's deterministic stand-in for an LLM judge: the same name or an alias
+    of it, a plural, a reordering of the same words, or a near-identical spelling (ratio ≥ 92
+    on strings of similar length), as a lenient LLM grader would. Never the RL reward: the
+    strict scorer matches names without edit distance (decoys are one letter away)."""
+    a = strict_norm(r)
+    if not a:
+        return 0.0
+    for gold in (t, *aliases):
+        b = strict_norm(gold)
+        if not b:
+            continue
+        if a == b or _singular(a) == _singular(b):
+            return 1.0
+        ra = " ".join(clean_cell(r).casefold().split())
+        rb = " ".join(clean_cell(gold).casefold().split())
+        if abs(len(ra) - len(rb)) <= max(2, len(rb) // 10) and fuzz.token_sort_ratio(ra, rb) >= 92:
+            return 1.0
+    return 0.0

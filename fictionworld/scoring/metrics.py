@@ -4,9 +4,9 @@
 its documented behaviour, quirks included: both-sides-missing scores 1, dates parsed with
 ``dateparser`` relative to a reference "today", the first number in a cell wins).
 
-``Strict``: the same metrics made exact and unexploitable: numbers read with this project's
-surface parsers ("1.2 million", "$3,450,000"), dates never filled from today, hosts compared
-without "www.", judge-like columns matched by aliases and fuzzy ratio, no both-missing credit.
+``Strict``: the cell cleaning and normalisation the strict scorer builds on (Markdown and
+inline HTML removed, compatibility-normalised keys, URL hosts without "www."); reading one
+number, date or name out of a cell is in :mod:`fictionworld.scoring.cells`.
 """
 
 from __future__ import annotations
@@ -17,16 +17,11 @@ import unicodedata
 from functools import lru_cache
 from urllib.parse import urlparse
 
-from rapidfuzz import fuzz
-
 __all__ = [
     "Official",
     "clean_cell",
     "strict_norm",
-    "strict_number",
-    "strict_date",
     "strict_hosts",
-    "strict_judge",
 ]
 
 # -- official semantics ---------------------------------------------------------------------
@@ -98,24 +93,37 @@ class Official:
 
 # -- strict semantics -----------------------------------------------------------------------
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)\)")
-_MARKUP = re.compile(r"(\*\*|__|\*|`|~~)")
+_MARKUP = re.compile(r"(\*\*|__|\*|`)")
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_STRUCK = re.compile(r"~~.*?~~|<(s|del|strike)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_LINK = re.compile(r"<a\b[^>]*?href\s*=\s*[\"']?([^\"'\s>]*)[^>]*>(.*?)</a\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"</?(?:b|i|em|strong|u|ins|mark|small|big|sup|sub|span|code|tt|font|a|p|div)\b[^>]*>", re.I)
+_UNDERSCORE_ITALIC = re.compile(r"(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])")
 _QUOTES = "\"'“”‘’«»"
 
 
+_STRIP = _QUOTES + ".;,:"
 _SPECIAL = frozenset("*_`[<~\"'“”‘’«»")
 
 
 @lru_cache(maxsize=1 << 16)
 def clean_cell(s: str, *, keep_urls: bool = False) -> str:
-    """A cell without Markdown: links become their text (or URL), bold/italic/code marks and
-    <br> go, surrounding quotes go, whitespace collapses."""
+    """A cell without Markdown or inline HTML: links become their text (or text and URL),
+    bold/italic (``**``, ``*``, ``__``, ``_``, ``<b>``, ``<i>``, ``<em>``, ``<strong>``…) and code
+    marks and ``<br>`` go, struck-out text (``~~…~~``, ``<s>``, ``<del>``) goes with its content,
+    surrounding quotes go, whitespace collapses."""
     s = str(s)
     if _SPECIAL.isdisjoint(s):
         return " ".join(s.split())
     s = _BR.sub(" ", s)
+    s = _STRUCK.sub(" ", s)
+    if "<" in s:
+        s = _HTML_LINK.sub((lambda m: f"{m.group(2)} {m.group(1)}") if keep_urls else (lambda m: m.group(2)), s)
+        s = _TAG.sub("", s)
     s = _LINK.sub((lambda m: f"{m.group(1)} {m.group(2)}") if keep_urls else (lambda m: m.group(1)), s)
     s = _MARKUP.sub("", s)
+    if "_" in s:
+        s = _UNDERSCORE_ITALIC.sub(r"\1", s)
     s = " ".join(s.split())
     while len(s) >= 2 and s[0] in _QUOTES and s[-1] in _QUOTES:
         s = s[1:-1].strip()
@@ -126,60 +134,15 @@ def clean_cell(s: str, *, keep_urls: bool = False) -> str:
 def strict_norm(s: str) -> str:
     """Compatibility-normalised, case-folded, without whitespace, stray quotes or a final
     full stop: "  **Acme  Corp.** " and "acme corp" agree."""
-    s = unicodedata.normalize("NFKC", clean_cell(s)).casefold()
-    s = "".join(s.split())
-    return s.strip(_QUOTES + ".;,:")
-
-
-_NUM = re.compile(
-    r"(?<![\w.])(?P<sign>[-−](?=[\d$]))?(?:US)?\$?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?"
-    r"(?:\s*(?P<mag>thousand|million|billion|trillion)\b)?\s*(?P<pct>%)?",
-    re.IGNORECASE,
-)
-_MAG = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-
-
-@lru_cache(maxsize=1 << 16)
-def strict_number(s: str) -> float | None:
-    """The first number of a cell: thousands separators, "1.2 million", currency marks and a
-    minus sign are read; "%" divides by 100 (as upstream)."""
-    m = _NUM.search(clean_cell(s))
-    if m is None:
-        return None
-    v = float(m.group("int").replace(",", "") + (m.group("frac") or ""))
-    if m.group("mag"):
-        v *= _MAG[m.group("mag").lower()]
-    if m.group("sign"):
-        v = -v
-    if m.group("pct"):
-        v /= 100
-    return v
-
-
-_YEAR = re.compile(r"(?<!\d)\d{3,4}(?!\d)")
-
-
-@lru_cache(maxsize=1 << 16)
-def strict_date(s: str) -> dt.date | None:
-    """A date read without reference to today: the page formats first, then ``dateutil`` with
-    missing month/day as 1 (never today's); a cell without a year is not a date."""
-    from fictionworld.surface import extract_dates
-
-    text = clean_cell(s)
-    found = extract_dates(text)
-    if found:
-        return found[0]
-    if not _YEAR.search(text):
-        return None
-    from dateutil import parser
-
-    try:
-        return parser.parse(text, default=dt.datetime(2000, 1, 1), fuzzy=True).date()
-    except (ValueError, OverflowError, TypeError):
-        return None
+    s = clean_cell(s)
+    s = s.lower() if s.isascii() else unicodedata.normalize("NFKC", s).casefold()
+    return s.replace(" ", "").strip(_STRIP)
 
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>|\"'\]\)]+|\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b(?:/[^\s<>|\"'\]\)]*)?", re.I)
+
+
+_HOST_END = re.compile(r"[/?#\\]")
 
 
 @lru_cache(maxsize=1 << 16)
@@ -187,34 +150,10 @@ def strict_hosts(s: str) -> frozenset[str]:
     """Host names of the URLs (or bare domains) in a cell, lower case, without "www." or port."""
     out = set()
     for u in _URL.findall(clean_cell(s, keep_urls=True)):
-        u = u.rstrip(".,;:")
-        host = urlparse(u if "://" in u else "http://" + u).hostname or ""
+        host = _HOST_END.split(u.split("://", 1)[-1], 1)[0].rsplit("@", 1)[-1]
+        host = host.split(":", 1)[0].rstrip(".,;:").lower()
         if host.startswith("www."):
             host = host[4:]
         if "." in host:
             out.add(host)
     return frozenset(out)
-
-
-def _singular(s: str) -> str:
-    return s[:-1] if len(s) > 3 and s.endswith("s") and not s.endswith("ss") else s
-
-
-def strict_judge(r: str, t: str, aliases: tuple[str, ...] = ()) -> float:
-    """Deterministic stand-in for an LLM judge: the same name or an alias of it, a plural,
-    a reordering of the same words, or a near-identical spelling (ratio ≥ 92 on strings of
-    similar length). Listing several candidates in one cell does not match."""
-    a = strict_norm(r)
-    if not a:
-        return 0.0
-    for gold in (t, *aliases):
-        b = strict_norm(gold)
-        if not b:
-            continue
-        if a == b or _singular(a) == _singular(b):
-            return 1.0
-        ra = " ".join(clean_cell(r).casefold().split())
-        rb = " ".join(clean_cell(gold).casefold().split())
-        if abs(len(ra) - len(rb)) <= max(2, len(rb) // 10) and fuzz.token_sort_ratio(ra, rb) >= 92:
-            return 1.0
-    return 0.0

@@ -1,53 +1,79 @@
-"""The strict scorer: WideSearch's metric with the official evaluator's defects fixed.
+"""The strict scorer: WideSearch's metric with the official evaluator's defects fixed, and
+hardened as an RL reward (a policy finds every hole in a reward).
 
-Differences from ``compat`` (each is tested in tests/test_scoring_strict.py):
+Differences from ``compat`` (each is tested in tests/test_scoring_strict.py and attacked with
+generated cases in tests/test_scoring_adversarial.py):
 
 1. Table choice: the *last* Markdown table whose header covers the required columns wins (an
-   agent may revise its table); fenced or not, indented or not. Official: the first
-   ```` ```markdown ```` block, else the first run of lines starting with "|".
-2. Parsing is done here, not by ``pandas.read_csv``: cells stay strings (no "2020" → "2020.0"
-   when a column has one empty cell, no "N/A" → NaN), quotes are text, escaped pipes stay in
-   their cell, ragged rows are padded or trimmed instead of shifting every column or failing.
-3. Cells lose Markdown (bold, italics, code, links, <br>) and surrounding quotes before any
-   preprocessing; headers likewise, and extra columns are ignored instead of zeroing the task.
+   agent may revise its table); fenced or not, indented or not, with prose (even prose holding
+   a pipe) above it or before its header on the same line. Earlier tables with the required
+   columns and no key in common with the later ones are read as its first parts (a long table
+   split in two); one that shares a key is a draft and is dropped.
+2. Parsing is done here, not by ``pandas.read_csv``: cells stay strings, quotes are text,
+   escaped pipes stay in their cell, ragged rows are padded or trimmed.
+3. Cells lose Markdown and inline HTML (bold, italics with ``*`` or ``_``, ``<b>``/``<i>``,
+   code, links, ``<br>``; struck-out text goes with its content) and surrounding quotes; headers
+   likewise, and extra columns are ignored instead of zeroing the task.
 4. Rows are matched to gold rows one to one, in the answer's order: a near-duplicate key
-   ("Acme Corp" and "acme  corp") matches at most one gold row, the later copy counts as a
-   wrong row, so recall, precision and F1 never exceed 1 and hedging with variants never pays.
-   Rows identical in every cell are counted once.
-5. Key cells match the gold value or one of the entity's aliases from the graph (no LLM);
-   ``llm_judge`` columns use a deterministic judge (same name, alias, plural, word order,
-   near-identical spelling).
-6. Numbers are read with thousands separators, "1.2 million" and currency marks; dates never
-   take a missing part from today's date (a cell without a year is not a date); hosts are
-   compared without "www."; a side without a number, date or URL never scores 1 against a
-   gold value (official: "both missing" scores 1).
-7. A column with several metrics scores the minimum of them as one item (official: one item
-   per metric, which can push item precision above 1).
-8. An empty join, an empty table or a malformed cell gives zeros with a message, never an
-   exception. A single-column task answered without a table is read from ``<answer>…</answer>``
-   or the last line.
+   matches at most one gold row and the later copy is a wrong row, so recall, precision and F1
+   never exceed 1. Rows identical in every cell count once.
+5. A single-answer (deep) task pays only for committing: several candidate rows score as the
+   worst of them alone.
+6. Names (keys, and judged columns of entity names) match the gold entity's name or one of its
+   aliases from the graph up to case, accents, spacing, punctuation, a leading article and a
+   harmless qualifier ("(company)", "(1994 film)"), never by edit distance: the web's decoys
+   are one letter away from the real names. Category columns match up to plural and word order.
+7. A cell states one value or none: several different numbers or dates in it ("14 or 15",
+   "1900 or 9 December 1888") is a hedge and scores 0. Numbers are read with thousands
+   separators, "1.2 million" and currency marks; a date has a precision and "December 1888"
+   does not answer a full date; all-numeric dates follow the answer's own day/month order;
+   dates are never completed from today. Hosts are compared without "www.". A side without a
+   value never scores 1 against a gold value.
+8. A column with several metrics scores the minimum of them as one item.
+9. Nothing raises: an empty join, an empty table, a malformed cell or an answer over the size
+   limits (:class:`AnswerLimits`) gives zeros with a message. A single-column task answered
+   without a table is read from ``<answer>…</answer>`` or the last line.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 
-from fictionworld.scoring.metrics import (
-    clean_cell,
-    strict_date,
-    strict_hosts,
-    strict_judge,
-    strict_norm,
-    strict_number,
+from pydantic import BaseModel, Field
+
+from fictionworld.scoring.cells import (
+    DateOrder,
+    category_match,
+    date_order,
+    name_forms,
+    name_readings,
+    names_match,
+    read_date,
+    read_number,
 )
+from fictionworld.scoring.metrics import clean_cell, strict_hosts, strict_norm
 from fictionworld.scoring.scores import Scores
 from fictionworld.tasks.model import ColumnEval, Task, norm_header
 
-__all__ = ["score_strict", "find_tables", "split_row"]
+__all__ = ["score_strict", "find_tables", "split_row", "AnswerLimits", "LIMITS"]
 
 _SEP_CELL = re.compile(r"^:?-{1,}:?$")
 _PIPE = re.compile(r"(?<!\\)\|")
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_NUMERIC_DATE_HINT = re.compile(r"\d[/.\-]\d{1,2}[/.\-]\d{4}")
+
+
+class AnswerLimits(BaseModel):
+    """What one answer may hold; beyond any of these it scores 0 with a message. Generous for
+    WideSearch-size tables (hundreds of rows), small enough that scoring stays cheap."""
+
+    max_chars: int = Field(1_000_000, ge=1)
+    max_rows: int = Field(2_000, ge=1)
+    max_cells: int = Field(40_000, ge=1)
+
+
+LIMITS = AnswerLimits()
 
 
 def split_row(line: str) -> list[str]:
@@ -59,24 +85,51 @@ def split_row(line: str) -> list[str]:
     return [c.strip().replace("\\|", "|") for c in _PIPE.split(s)]
 
 
+_SEP_CHARS = frozenset("|-: \t")
+
+
 def _is_separator(cells: list[str]) -> bool:
-    return bool(cells) and all(_SEP_CELL.match(c.replace(" ", "")) for c in cells if c) and any(cells)
+    return any(cells) and all(_SEP_CELL.match(c.replace(" ", "")) for c in cells if c)
 
 
-def find_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
-    """Every Markdown table in ``text`` as (header, rows), in order of appearance."""
-    tables, block = [], []
+def _separator_line(line: str) -> bool:
+    return "-" in line and _SEP_CHARS.issuperset(line) and _is_separator(split_row(line))
+
+
+def _blocks(text: str) -> list[list[str]]:
+    """Runs of consecutive lines holding a pipe (code fences end a run)."""
+    out, block = [], []
     for line in [*text.splitlines(), ""]:
         if "|" in line and line.strip().strip("`") and not line.strip().startswith("```"):
             block.append(line)
             continue
-        if len(block) >= 2:
-            rows = [split_row(x) for x in block]
-            header = rows[0]
-            body = [r for r in rows[1:] if not _is_separator(r)]
-            if _is_separator(rows[1]) or len(body) == len(rows) - 1:
-                tables.append((header, body))
+        if block:
+            out.append(block)
         block = []
+    return out
+
+
+def _header(line: str, separator: str) -> list[str]:
+    """Header cells; prose before the first pipe is dropped when the separator starts with one."""
+    if not line.strip().startswith("|") and separator.strip().startswith("|"):
+        line = line[line.index("|") :]
+    return split_row(line)
+
+
+def find_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Every Markdown table in ``text`` as (header, rows), in order of appearance. A header is
+    the line above a separator row; lines above it in the same run are prose. A run without a
+    separator is read as a header and rows."""
+    tables = []
+    for block in _blocks(text):
+        seps = [i for i, line in enumerate(block) if i > 0 and _separator_line(line)]
+        if not seps:
+            if len(block) >= 2:
+                tables.append((split_row(block[0]), [split_row(x) for x in block[1:]]))
+            continue
+        for n, s in enumerate(seps):
+            end = seps[n + 1] - 1 if n + 1 < len(seps) else len(block)
+            tables.append((_header(block[s - 1], block[s]), [split_row(x) for x in block[s + 1 : end]]))
     return tables
 
 
@@ -103,62 +156,158 @@ def _column_map(header: list[str], required: list[str]) -> dict[str, int] | None
 
 
 class _Column:
-    """A column's scoring: canonical forms of the gold cells, computed once per task."""
+    """A column's scoring, with the gold side read once per task."""
 
     def __init__(self, ev: ColumnEval, gold: list[str], aliases: list[list[str]] | None):
         self.metrics = list(ev.metric) or ["exact_match"]
         self.pre = list(ev.preprocess)
         self.tol = float(ev.criterion) if isinstance(ev.criterion, int | float) else 0.0
         self.gold = gold
-        self.aliases = [tuple(a) for a in aliases] if aliases else [() for _ in gold]
-        self.gold_forms = [self._forms(g) for g in gold]
-        self.alias_forms = [[self._forms(a) for a in al] for al in self.aliases]
+        self.names = aliases is not None  # a column of entity names: aliases come from the graph
+        m, pre, none = set(self.metrics), set(self.pre), [None] * len(gold)
+        if self.names:
+            self.forms = [name_forms([g, *(aliases[i] if i < len(aliases) else ())]) for i, g in enumerate(gold)]
+        self.norm = [strict_norm(g) for g in gold]
+        numbers = "number_near" in m or ("exact_match" in m and "extract_number" in pre)
+        self.number = [read_number(g) for g in gold] if numbers else none
+        dates = "date_near" in m or ("exact_match" in m and "norm_date" in pre)
+        self.date = [read_date(g) for g in gold] if dates else none
+        self.hosts = [strict_hosts(g) for g in gold] if "url_match" in m else none
+        self._metrics = [self._metric(x) for x in self.metrics]
 
-    def _forms(self, s: str) -> dict:
-        f = {"text": s}
-        if "exact_match" in self.metrics:
-            if "norm_date" in self.pre:
-                d = strict_date(s)
-                f["exact"] = d.isoformat() if d else strict_norm(s)
-            elif "extract_number" in self.pre:
-                n = strict_number(s)
-                f["exact"] = repr(n) if n is not None else strict_norm(s)
-            else:
-                f["exact"] = strict_norm(s)
-        if "number_near" in self.metrics:
-            f["number"] = strict_number(s)
-        if "date_near" in self.metrics:
-            f["date"] = strict_date(s)
-        if "url_match" in self.metrics:
-            f["hosts"] = strict_hosts(s)
-        return f
+    @property
+    def indexable(self) -> bool:
+        """Whether a cell matches a gold row only through its exact forms (keys are looked up)."""
+        return self.metrics == ["exact_match"] and not ({"norm_date", "extract_number"} & set(self.pre))
 
-    def score(self, cell: str, row: int) -> float:
-        r = self._forms(cell)
-        return max(
-            [self._against(r, self.gold_forms[row], self.gold[row], self.aliases[row])]
-            + [self._against(r, af, a, ()) for af, a in zip(self.alias_forms[row], self.aliases[row])]
+    def key_forms(self, g: int) -> frozenset[str]:
+        return self.forms[g] if self.names else frozenset({self.norm[g]} - {""})
+
+    def cell_forms(self, cell: str) -> list[str]:
+        return [base for base, _ in name_readings(cell)] if self.names else [strict_norm(cell)]
+
+    def score(self, cell: str, g: int, order: DateOrder) -> float:
+        return (
+            min(f(cell, g, order) for f in self._metrics)
+            if len(self._metrics) > 1
+            else self._metrics[0](cell, g, order)
         )
 
-    def _against(self, r: dict, g: dict, gold_text: str, aliases: tuple[str, ...]) -> float:
-        worst = 1.0
-        for m in self.metrics:
-            if m == "exact_match":
-                s = 1.0 if r["exact"] and r["exact"] == g["exact"] else 0.0
-            elif m == "number_near":
-                a, b = r["number"], g["number"]
-                s = 1.0 if a is not None and b is not None and abs(a - b) <= abs(b) * self.tol + 1e-9 else 0.0
-            elif m == "date_near":
-                a, b = r["date"], g["date"]
-                s = 1.0 if a is not None and b is not None and abs((a - b).days) <= 31 else 0.0
-            elif m == "url_match":
-                s = 1.0 if g["hosts"] and r["hosts"] == g["hosts"] else 0.0
-            elif m == "llm_judge":
-                s = strict_judge(r["text"], gold_text, aliases)
-            else:  # in_match and other upstream extras: containment of the normalised gold
-                s = 1.0 if strict_norm(gold_text) and strict_norm(gold_text) in strict_norm(r["text"]) else 0.0
-            worst = min(worst, s)
-        return worst
+    def _metric(self, m: str):
+        return {
+            "exact_match": self._exact,
+            "number_near": self._near,
+            "date_near": self._date_near,
+            "url_match": self._url,
+            "llm_judge": self._judge,
+        }.get(m, self._contains)
+
+    def _near(self, cell: str, g: int, order: DateOrder) -> float:
+        a, b = read_number(cell), self.number[g]
+        return 1.0 if a is not None and b is not None and abs(a - b) <= abs(b) * self.tol + 1e-9 else 0.0
+
+    def _date_near(self, cell: str, g: int, order: DateOrder) -> float:
+        return 1.0 if self._date(cell, g, order, days=31) else 0.0
+
+    def _url(self, cell: str, g: int, order: DateOrder) -> float:
+        return 1.0 if self.hosts[g] and strict_hosts(cell) == self.hosts[g] else 0.0
+
+    def _judge(self, cell: str, g: int, order: DateOrder) -> float:
+        ok = names_match(cell, self.forms[g]) if self.names else category_match(cell, self.gold[g])
+        return 1.0 if ok else 0.0
+
+    def _contains(self, cell: str, g: int, order: DateOrder) -> float:
+        """in_match and other upstream extras: containment of the normalised gold."""
+        return 1.0 if self.norm[g] and self.norm[g] in strict_norm(cell) else 0.0
+
+    def _exact(self, cell: str, g: int, order: DateOrder) -> float:
+        if "norm_date" in self.pre and self.date[g] is not None:
+            return 1.0 if self._date(cell, g, order, days=0) else 0.0
+        if "extract_number" in self.pre and self.number[g] is not None:
+            a = read_number(cell)
+            return 1.0 if a is not None and abs(a - self.number[g]) <= 1e-9 * max(1.0, abs(self.number[g])) else 0.0
+        if self.names:
+            return 1.0 if names_match(cell, self.forms[g]) else 0.0
+        return 1.0 if self.norm[g] and strict_norm(cell) == self.norm[g] else 0.0
+
+    def _date(self, cell: str, g: int, order: DateOrder, *, days: int) -> bool:
+        a, b = read_date(cell, order), self.date[g]
+        if a is None or b is None or a.precision < b.precision:
+            return False
+        return abs((a.truncated(b.precision) - b.truncated(b.precision)).days) <= days
+
+
+class _Prepared:
+    """A task's columns and key index, computed once per task."""
+
+    def __init__(self, task: Task, required: list[str], keys: list[str]):
+        ev = task.evaluation
+        gold_cols = list(zip(*task.gold.rows)) if task.gold.rows else [() for _ in required]
+        gold_index = {norm_header(c): j for j, c in enumerate(task.gold.columns)}
+        self.required, self.keys = required, keys
+        self.n_gold = len(task.gold.rows)
+        self.columns: dict[str, _Column] = {}
+        for c in required:
+            ev_c = ev.eval_pipeline.get(c) or ColumnEval(preprocess=["norm_str"], metric=["exact_match"])
+            gold = [str(x) for x in gold_cols[gold_index[c]]] if c in gold_index else ["" for _ in task.gold.rows]
+            self.columns[c] = _Column(ev_c, gold, task.aliases.get(c))
+        self.key_cols = [self.columns[k] for k in keys]
+        self.key_at = [required.index(k) for k in keys]
+        self.indexed = all(col.indexable for col in self.key_cols)
+        self.lookup: dict[tuple[str, ...], list[int]] = {}
+        if self.indexed:
+            for g in range(self.n_gold):
+                for form in itertools.product(*(sorted(col.key_forms(g)) for col in self.key_cols)):
+                    self.lookup.setdefault(form, []).append(g)
+        self.date_at = [
+            j
+            for j, c in enumerate(required)
+            if "date_near" in self.columns[c].metrics or "norm_date" in self.columns[c].pre
+        ]
+
+    def match(self, cells: tuple[str, ...], taken: set[int], order: DateOrder) -> int | None:
+        """The gold row these cells' keys name (first untaken), or None."""
+        if self.indexed:
+            return self._lookup(cells, taken, order)
+        for g in range(self.n_gold):
+            if g not in taken and self._keys_score(cells, g, order):
+                return g
+        return None
+
+    def _lookup(self, cells, taken, order) -> int | None:
+        forms = [col.cell_forms(cells[j]) for col, j in zip(self.key_cols, self.key_at)]
+        for form in itertools.product(*forms):
+            for g in self.lookup.get(form, ()):
+                if g not in taken and self._keys_score(cells, g, order):
+                    return g
+        return None  # no gold row, or only ones already matched (a near-duplicate)
+
+    def _keys_score(self, cells, g: int, order) -> bool:
+        return all(col.score(cells[j], g, order) >= 1.0 for col, j in zip(self.key_cols, self.key_at))
+
+    def tally(self, rows: list[tuple[str, ...]], order: DateOrder) -> tuple[float, float, int]:
+        """(row true positives, item true positives, matched rows) of rows against the gold."""
+        taken: set[int] = set()
+        tp_row = tp_item = 0.0
+        for cells in rows:
+            g = self.match(cells, taken, order)
+            if g is None:
+                continue
+            taken.add(g)
+            scores = [
+                1.0 if c in self.keys else self.columns[c].score(cells[j], g, order)
+                for j, c in enumerate(self.required)
+            ]
+            tp_row += min(scores)
+            tp_item += sum(scores)
+        return tp_row, tp_item, len(taken)
+
+
+def _prepared(task: Task, required: list[str], keys: list[str]) -> _Prepared:
+    hit = task._cache.get("strict")
+    if hit is None:
+        hit = task._cache["strict"] = _Prepared(task, required, keys)
+    return hit
 
 
 def _zero(task: Task, msg: str, **kw) -> Scores:
@@ -172,114 +321,93 @@ def _bare_answer(text: str) -> str | None:
     lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
     if not lines:
         return None
-    last = lines[-1]
-    return re.sub(r"^(final\s+)?answer\s*[:：]\s*", "", last, flags=re.I)
+    return re.sub(r"^(final\s+)?answer\s*[:：]\s*", "", lines[-1], flags=re.I)
 
 
-def score_strict(response: str, task: Task) -> Scores:
-    """Strict scores of ``response`` against ``task``; never raises on any string."""
-    if not isinstance(response, str):
-        return _zero(task, "response is not a string")
-    ev = task.evaluation
-    required = [norm_header(c) for c in ev.required]
-    keys = [norm_header(c) for c in ev.unique_columns]
-    tables = find_tables(response)
-    chosen = None
-    for header, rows in reversed(tables):
-        cmap = _column_map(header, required)
-        if cmap is not None:
-            chosen = (cmap, rows)
-            break
-    if chosen is None:
-        if len(required) == 1 and len(task.gold.rows) == 1 and not tables:
-            bare = _bare_answer(response)
-            if bare:
-                chosen = ({required[0]: 0}, [[bare]])
-        if chosen is None:
-            what = "no Markdown table" if not tables else f"no table has the columns {required}"
-            return _zero(task, what)
-    cmap, raw_rows = chosen
-    # Cells by required column, ragged rows padded; blank rows and exact repeats dropped.
-    rows, seen = [], set()
-    for r in raw_rows:
-        cells = tuple(r[cmap[c]] if cmap[c] < len(r) else "" for c in required)
-        sig = tuple(strict_norm(x) for x in cells)
-        if not any(sig) or sig in seen:
-            continue
-        seen.add(sig)
-        rows.append(cells)
-    columns, key_lookup = _prepared(task, required, keys)
-    n_gold = len(task.gold.rows)
-    taken: set[int] = set()
-    tp_row = tp_item = 0.0
-    matched = 0
-    for cells in rows:
-        g = _match(cells, required, keys, columns, key_lookup, taken, n_gold)
-        if g is None:
-            continue
-        taken.add(g)
-        matched += 1
-        cell_scores = [1.0 if c in keys else columns[c].score(cells[j], g) for j, c in enumerate(required)]
-        tp_row += min(cell_scores)
-        tp_item += sum(cell_scores)
-    return Scores.from_counts(
-        tp_row,
-        tp_item,
-        len(rows),
-        n_gold,
-        len(required),
-        instance_id=task.instance_id,
-        mode="strict",
-        matched_rows=matched,
-        msg="" if rows else "the table has no rows",
-        judge="fallback" if any("llm_judge" in col.metrics for col in columns.values()) else "none",
-    )
+def _choose(tables, required: list[str], keys: list[str]) -> list[list[str]] | None:
+    """Rows (cells in ``required`` order) of the answer table: the last table with the
+    required columns, preceded by earlier such tables while they share no key with it."""
+    mapped = [(cmap, rows) for header, rows in tables if (cmap := _column_map(header, required)) is not None]
+    if not mapped:
+        return None
+    parts: list[list[list[str]]] = []
+    seen_keys: set[tuple[str, ...]] = set()
+    key_at = [required.index(k) for k in keys]
+    for cmap, raw in reversed(mapped):
+        rows = [[r[cmap[c]] if cmap[c] < len(r) else "" for c in required] for r in raw]
+        if len(mapped) > 1:
+            ks = {tuple(strict_norm(r[j]) for j in key_at) for r in rows}
+            if parts and ks & seen_keys:
+                break  # a draft of what follows
+            seen_keys |= ks
+        parts.append(rows)
+    return [r for part in reversed(parts) for r in part]
 
 
-def _prepared(task: Task, required: list[str], keys: list[str]):
-    """Per-column gold forms and the key lookup of a task, computed once per task."""
-    hit = task._cache.get("strict")
-    if hit is not None:
-        return hit
-    ev = task.evaluation
-    gold_cols = list(zip(*task.gold.rows)) if task.gold.rows else [() for _ in required]
-    gold_index = {norm_header(c): j for j, c in enumerate(task.gold.columns)}
-    columns = {}
-    for c in required:
-        ev_c = ev.eval_pipeline.get(c) or ColumnEval(preprocess=["norm_str"], metric=["exact_match"])
-        gold = [str(x) for x in gold_cols[gold_index[c]]] if c in gold_index else ["" for _ in task.gold.rows]
-        columns[c] = _Column(ev_c, gold, task.aliases.get(c))
-    key_lookup: dict[tuple, list[int]] = {}
-    for g in range(len(task.gold.rows)):
-        for form in _key_forms([columns[k] for k in keys], g):
-            key_lookup.setdefault(form, []).append(g)
-    task._cache["strict"] = (columns, key_lookup)
-    return columns, key_lookup
-
-
-def _key_forms(cols: list[_Column], g: int) -> list[tuple]:
-    """Exact-comparable forms of gold row ``g``'s key: its value and each alias."""
-    per_col = []
-    for col in cols:
-        forms = {strict_norm(col.gold[g])} | {strict_norm(a) for a in col.aliases[g]}
-        per_col.append([f for f in forms if f])
-    out: list[tuple] = [()]
-    for forms in per_col:
-        out = [(*o, f) for o in out for f in forms]
+def _distinct(rows: list[list[str]]) -> list[tuple[str, ...]]:
+    """Rows without blank rows and exact repeats (the same cells up to case and spacing)."""
+    out, seen = [], set()
+    for r in rows:
+        sig = tuple("".join(x.split()).casefold() for x in r)
+        if any(sig) and sig not in seen:
+            seen.add(sig)
+            out.append(tuple(r))
     return out
 
 
-def _match(cells, required, keys, columns, key_lookup, taken, n_gold) -> int | None:
-    form = tuple(strict_norm(cells[required.index(k)]) for k in keys)
-    for g in key_lookup.get(form, ()):
-        if g not in taken:
-            return g
-    if form in key_lookup:
-        return None  # its gold row is already matched: a near-duplicate
-    # Keys scored by a metric other than plain equality (numbers, dates, URLs, judged names).
-    for g in range(n_gold):
-        if g in taken:
-            continue
-        if all(columns[k].score(cells[required.index(k)], g) >= 1.0 for k in keys):
-            return g
-    return None
+def score_strict(response: str, task: Task, *, limits: AnswerLimits | None = None) -> Scores:
+    """Strict scores of ``response`` against ``task``; never raises on any string."""
+    lim = limits or LIMITS
+    if not isinstance(response, str):
+        return _zero(task, "response is not a string")
+    if len(response) > lim.max_chars:
+        return _zero(task, f"answer longer than {lim.max_chars:,} characters")
+    ev = task.evaluation
+    required = [norm_header(c) for c in ev.required]
+    keys = [norm_header(c) for c in ev.unique_columns if norm_header(c) in required] or required[:1]
+    tables = find_tables(response)
+    raw = _choose(tables, required, keys)
+    if raw is None:
+        bare = _bare_answer(response) if len(required) == 1 and len(task.gold.rows) == 1 and not tables else None
+        if not bare:
+            what = "no Markdown table" if not tables else f"no table has the columns {required}"
+            return _zero(task, what)
+        raw = [[bare]]
+    if len(raw) > lim.max_rows or len(raw) * len(required) > lim.max_cells:
+        return _zero(task, f"answer table over the limits ({lim.max_rows:,} rows, {lim.max_cells:,} cells)")
+    rows = _distinct(raw)
+    prep = _prepared(task, required, keys)
+    order = _date_order(prep, rows)
+    common = dict(instance_id=task.instance_id, mode="strict", judge=_judge_kind(prep))
+    if task.kind == "deep" and len(rows) > 1:
+        return _worst_candidate(prep, rows, order, common)
+    tp_row, tp_item, matched = prep.tally(rows, order)
+    return Scores.from_counts(
+        tp_row, tp_item, len(rows), prep.n_gold, len(required), matched_rows=matched,
+        msg="" if rows else "the table has no rows", **common,
+    )  # fmt: skip
+
+
+def _date_order(prep: _Prepared, rows: list[tuple[str, ...]]) -> DateOrder:
+    """The day/month order of the answer's all-numeric dates, read from its date columns."""
+    if not prep.date_at:
+        return "mdy"
+    cells = [r[j] for r in rows for j in prep.date_at]
+    text = "\n".join(c for c in cells if _NUMERIC_DATE_HINT.search(c))
+    return date_order(text) if text else "mdy"
+
+
+def _worst_candidate(prep: _Prepared, rows, order: DateOrder, common: dict) -> Scores:
+    """A single-answer task answered with several candidates: the worst candidate alone."""
+    worst = None
+    for r in rows:
+        tp_row, tp_item, matched = prep.tally([r], order)
+        s = Scores.from_counts(tp_row, tp_item, 1, prep.n_gold, len(prep.required), matched_rows=matched, **common)
+        if worst is None or s.f1_by_item < worst.f1_by_item:
+            worst = s
+    msg = f"{len(rows)} candidates for a single-answer task: scored as the worst of them"
+    return worst.model_copy(update={"predicted_rows": len(rows), "msg": msg})
+
+
+def _judge_kind(prep: _Prepared) -> str:
+    return "fallback" if any("llm_judge" in col.metrics for col in prep.columns.values()) else "none"

@@ -88,12 +88,38 @@ def attribute_dtype(name: str) -> DType:
     raise KeyError(f"unknown attribute {name!r}")
 
 
+def _fold():
+    """The scorer's name folding, uncached (a world's names would flush the scorer's cache);
+    imported late because the scorer imports the task model."""
+    from fictionworld.scoring.cells import fold_name
+
+    return fold_name.__wrapped__
+
+
 class GraphIndex:
     """Per-predicate views of the fact table, built lazily and shared by all queries."""
 
     def __init__(self, world):
         self.world = world
         self._edges: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._owners: dict[str, set[int]] | None = None
+
+    def unambiguous_aliases(self, row: int) -> list[str]:
+        """The aliases of entity ``row`` that name nothing else in the world: an alias that is
+        (up to case, accents and punctuation) another entity's name or alias would let a
+        scorer accept that other entity ("J. Smith" for both John and Jane Smith)."""
+        fold, owners = _fold(), self._name_owners()
+        return [a for a in self.world.entities.aliases[row] if len(owners.get(fold(a), ())) == 1]
+
+    def _name_owners(self) -> dict[str, set[int]]:
+        if self._owners is None:
+            fold, e = _fold(), self.world.entities
+            owners: dict[str, set[int]] = {}
+            for i, (name, aliases) in enumerate(zip(e.name.tolist(), e.aliases.tolist())):
+                for n in (name, *aliases):
+                    owners.setdefault(fold(n), set()).add(i)
+            self._owners = owners
+        return self._owners
 
     def edges(self, hop: Hop) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(from rows, to rows, fact ids) of a hop, sorted by ``from``."""

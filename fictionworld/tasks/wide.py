@@ -133,7 +133,7 @@ def build_task(
     aliases: dict[str, list[list[str]]] = {}
     for j, name in enumerate(required):
         if q.columns[j].attribute is None:
-            aliases[name] = [list(world.entity(r[j].entity).aliases) for r in ans.cells]
+            aliases[name] = [g.unambiguous_aliases(world.row(r[j].entity)) for r in ans.cells]
     prov = [
         RowProvenance(
             entity=e,

@@ -1,0 +1,301 @@
+"""Reading one answer cell as the strict scorer does: one value or none.
+
+A cell that states several different values of its type is a hedge and reads as no value:
+"14 or 15", "14 (or 28)", "1900 or 9 December 1888" and "12–15" give nothing, while
+"1.2 thousand (1,200)" or "9 December 1888 (1888)" state one value twice and read as it.
+Context after "as of" ("3,400 as of March 2019") is not a value.
+
+Dates carry their precision: "December 1888" is a month, and only answers a gold value that
+is a month (or a year); a full-date gold needs a full date. All-numeric dates ("09/12/1888")
+are read day-first or month-first by the other dates of the same answer; with nothing to go
+by, month-first (the convention of the official evaluator's date parser).
+
+Names are compared folded (compatibility form, accents and case removed, only letters and
+digits kept), so "Émile  Zola" and "emile zola" agree but "Emile Zolla", a one-letter decoy,
+does not. A qualifier in parentheses or after a comma or dash ("Acme Corp (company)",
+"Return to Dufau (1994 film)", "Acme Corporation (Acme)") is harmless when it is only type
+words and years, or another name of the same entity; anything else there reads as a second
+name, i.e. a hedge.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Literal, NamedTuple
+
+from fictionworld.scoring.metrics import clean_cell
+
+__all__ = [
+    "DateValue",
+    "DateOrder",
+    "read_number",
+    "read_numbers",
+    "read_date",
+    "date_order",
+    "fold_name",
+    "name_readings",
+    "name_forms",
+    "names_match",
+    "category_match",
+    "DESCRIPTOR_WORDS",
+]
+
+DateOrder = Literal["dmy", "mdy", "none"]
+
+# -- numbers ---------------------------------------------------------------------------------
+_NUM = re.compile(
+    r"(?<![\w.])(?P<sign>[-−](?=[\d$]))?(?:US)?\$?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?"
+    r"(?:\s*(?P<mag>thousand|million|billion|trillion)\b)?\s*(?P<pct>%)?",
+    re.IGNORECASE,
+)
+_MAG = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_AS_OF = re.compile(r"\(?\bas of\b[^()]*\)?", re.IGNORECASE)
+
+
+def _number(m: re.Match) -> float:
+    v = float(m.group("int").replace(",", "") + (m.group("frac") or ""))
+    if m.group("mag"):
+        v *= _MAG[m.group("mag").lower()]
+    if m.group("sign"):
+        v = -v
+    if m.group("pct"):
+        v /= 100
+    return v
+
+
+@lru_cache(maxsize=1 << 16)
+def read_numbers(s: str) -> tuple[float, ...]:
+    """The distinct numbers a cell states, in order: thousands separators, "1.2 million",
+    currency marks and a minus sign are read, "%" divides by 100; a full date counts as its
+    year and an "as of …" context is dropped."""
+    text = clean_cell(s)
+    if text.isdigit():
+        return (float(text),)
+    text = _AS_OF.sub(" ", text)
+    text = _DATE_ANY.sub(_year_of_date, text)
+    out: list[float] = []
+    for m in _NUM.finditer(text):
+        v = _number(m)
+        if not any(abs(v - x) <= 1e-9 * max(1.0, abs(x)) for x in out):
+            out.append(v)
+    return tuple(out)
+
+
+def _year_of_date(m: re.Match) -> str:
+    d = _date_of(m, "mdy")
+    return f" {d[0].year} " if d is not None and d[1] >= 2 else m.group(0)
+
+
+def read_number(s: str) -> float | None:
+    """The one number a cell states, or None (no number, or several different ones)."""
+    found = read_numbers(s)
+    return found[0] if len(found) == 1 else None
+
+
+# -- dates -----------------------------------------------------------------------------------
+class DateValue(NamedTuple):
+    """A date and how much of it is known: 1 = year, 2 = month, 3 = day (missing parts are 1)."""
+
+    date: dt.date
+    precision: int
+
+    def truncated(self, precision: int) -> dt.date:
+        d = self.date
+        return dt.date(d.year, d.month if precision >= 2 else 1, d.day if precision >= 3 else 1)
+
+    def covers(self, other: DateValue) -> bool:
+        """Whether two readings agree where both are known."""
+        p = min(self.precision, other.precision)
+        return self.truncated(p) == other.truncated(p)
+
+
+_MONTHS = "january february march april may june july august september october november december".split()
+_MONTH_NUMBER = {m: i + 1 for i, m in enumerate(_MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(_MONTHS)}
+_MONTH_NUMBER["sept"] = 9
+_M = "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True))
+_ORD = r"(?:st|nd|rd|th)?"
+_DATE_ANY = re.compile(
+    rf"(?P<iso>(?<!\d)(?P<iy>\d{{4}})[-/.](?P<im>\d{{1,2}})[-/.](?P<id>\d{{1,2}})(?!\d))"
+    rf"|(?P<num>(?<![\d.])(?P<na>\d{{1,2}})[/.\-](?P<nb>\d{{1,2}})[/.\-](?P<ny>\d{{4}})(?!\d))"
+    rf"|(?P<mdy>\b(?P<m1>{_M})\.?\s+(?P<d1>\d{{1,2}}){_ORD},?\s+(?P<y1>\d{{3,4}})(?!\d))"
+    rf"|(?P<dmy>(?<!\d)(?P<d2>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m2>{_M})\.?,?\s+(?P<y2>\d{{3,4}})(?!\d))"
+    rf"|(?P<my>\b(?P<m3>{_M})\.?,?\s+(?P<y3>\d{{3,4}})(?!\d))"
+    rf"|(?P<ym>(?<![\d.\-/])(?P<y4>\d{{4}})-(?P<m4>\d{{2}})(?![\d\-/]))"
+    rf"|(?P<y>(?<![\d.,\-/$])(?P<y5>\d{{3,4}})(?![\d,]|\.\d))",
+    re.IGNORECASE,
+)
+
+
+def _date_of(m: re.Match, order: DateOrder) -> tuple[dt.date, int] | None:
+    """(date, precision) of one match; None for an impossible or ambiguous date."""
+    g = m.group
+    try:
+        if g("iso"):
+            return dt.date(int(g("iy")), int(g("im")), int(g("id"))), 3
+        if g("num"):
+            a, b, y = int(g("na")), int(g("nb")), int(g("ny"))
+            if a > 12 or (order == "dmy" and b <= 12):
+                return dt.date(y, b, a), 3
+            if b > 12 or order == "mdy" or a == b:
+                return dt.date(y, a, b), 3
+            return None  # "09/12/1888" in an answer that mixes both conventions
+        if g("mdy"):
+            return dt.date(int(g("y1")), _MONTH_NUMBER[g("m1").lower()], int(g("d1"))), 3
+        if g("dmy"):
+            return dt.date(int(g("y2")), _MONTH_NUMBER[g("m2").lower()], int(g("d2"))), 3
+        if g("my"):
+            return dt.date(int(g("y3")), _MONTH_NUMBER[g("m3").lower()], 1), 2
+        if g("ym"):
+            return dt.date(int(g("y4")), int(g("m4")), 1), 2
+        return dt.date(int(g("y5")), 1, 1), 1
+    except ValueError:
+        return None
+
+
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,2})[/.\-](\d{1,2})[/.\-]\d{4}(?!\d)")
+
+
+def date_order(text: str) -> DateOrder:
+    """The day/month order of an answer's all-numeric dates, from those that show it: "dmy"
+    if one has a first part over 12, "mdy" if one has a second part over 12, "none" when
+    they disagree, else "mdy"."""
+    dmy = mdy = False
+    for a, b in _NUMERIC_DATE.findall(text):
+        dmy |= int(a) > 12 >= int(b)
+        mdy |= int(b) > 12 >= int(a)
+    if dmy and mdy:
+        return "none"
+    return "dmy" if dmy else "mdy"
+
+
+@lru_cache(maxsize=1 << 16)
+def read_date(s: str, order: DateOrder = "mdy") -> DateValue | None:
+    """The one date a cell states, with its precision, never filled in from today; None when
+    it states none, an impossible or ambiguous one, or several that disagree ("1900 or
+    9 December 1888")."""
+    text = clean_cell(s)
+    iso = _ISO.fullmatch(text)
+    if iso:
+        try:
+            return DateValue(dt.date(int(iso[1]), int(iso[2]), int(iso[3])), 3)
+        except ValueError:
+            return None
+    found = []
+    for m in _DATE_ANY.finditer(text):
+        d = _date_of(m, order)
+        if d is None:
+            return None
+        found.append(DateValue(*d))
+    if not found:
+        return None
+    best = max(found, key=lambda v: v.precision)
+    return best if all(best.covers(v) for v in found) else None
+
+
+# -- names -----------------------------------------------------------------------------------
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def _plain(s: str) -> str:
+    """Compatibility form without accents, case-folded."""
+    if s.isascii():
+        return s.lower()
+    s = unicodedata.normalize("NFKD", s)
+    return "".join(ch for ch in s if not unicodedata.combining(ch)).casefold()
+
+
+@lru_cache(maxsize=1 << 17)
+def fold_name(s: str) -> str:
+    """A name reduced to what tells names apart: compatibility form, accents and case removed,
+    letters and digits only ("Émile-Zola  Ltd." → "emilezolaltd")."""
+    return _NOT_ALNUM.sub("", _plain(clean_cell(s)))
+
+
+# Words a qualifier may hold without naming anything: type words, legal forms, articles.
+DESCRIPTOR_WORDS = frozenset(
+    """
+    a an the fictional country region state province city town village capital person people
+    man woman author writer novelist poet actor actress director producer singer musician artist
+    composer athlete player footballer politician scientist company corporation firm business
+    enterprise conglomerate startup brand manufacturer maker inc incorporated ltd limited llc plc
+    co corp gmbh ag sa nv bv university college school institute academy publisher publishing
+    house press imprint book novel novella memoir biography film movie documentary album music
+    record lp ep soundtrack product device model award prize medal trophy event festival
+    tournament championship conference fair exhibition sports team club franchise band group
+    series edition
+    """.split()
+)
+_QUALIFIED = (
+    re.compile(r"^(?P<base>.+?)\s*\((?P<qual>[^()]*)\)\s*$"),
+    re.compile(r"^(?P<base>.+?)\s*\[(?P<qual>[^\[\]]*)\]\s*$"),
+    re.compile(r"^(?P<base>.+?)\s*,\s*(?P<qual>[^,]+)$"),
+    re.compile(r"^(?P<base>.+?)\s+[-–—]\s+(?P<qual>.+)$"),
+)
+_QUALIFIER_MARKS = frozenset("()[],-–—")
+_WORD = re.compile(r"\w+")
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _singular(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def category_match(cell: str, gold: str) -> bool:
+    """Whether a cell gives the same category as ``gold``, case, accents, punctuation, plurals
+    and word order aside ("Science-Fiction" = "science fiction"); the words must be the same,
+    so a list of guesses ("robotics, banking") does not match."""
+    a, b = _category_words(cell), _category_words(gold)
+    return bool(a) and a == b
+
+
+@lru_cache(maxsize=1 << 16)
+def _category_words(s: str) -> tuple[str, ...]:
+    return tuple(sorted(_singular(w) for w in _WORD.findall(_plain(clean_cell(s)))))
+
+
+def _descriptor(qual: str) -> bool:
+    words = _WORD.findall(_plain(qual))
+    ok = all(w in DESCRIPTOR_WORDS or (w.isdigit() and len(w) == 4) for w in words)
+    return ok and any(w not in _ARTICLES for w in words)  # "Last Orchards, The" is not "Last Orchards"
+
+
+@lru_cache(maxsize=1 << 16)
+def name_readings(s: str) -> tuple[tuple[str, str | None], ...]:
+    """The names a cell can be read as, each as (folded name, folded qualifier or None): the
+    whole cell, and the part before a qualifier. A qualifier of type words and years folds to
+    "" (always harmless); any other must be a name of the same entity, which the caller checks."""
+    text = clean_cell(s)
+    out: list[tuple[str, str | None]] = []
+    for base, qual in [(text, None), *_splits(text)]:
+        f = fold_name(base)
+        if f:
+            out.append((f, None if qual is None else "" if _descriptor(qual) else fold_name(qual)))
+    return tuple(out)
+
+
+def _splits(text: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if _QUALIFIER_MARKS.isdisjoint(text):
+        return out
+    for pat in _QUALIFIED:
+        m = pat.match(text)
+        if m and m.group("qual").strip():
+            out.append((m.group("base"), m.group("qual")))
+    return out
+
+
+def names_match(cell: str, forms: frozenset[str]) -> bool:
+    """Whether ``cell`` names the entity whose folded names (name and aliases) are ``forms``."""
+    for base, qual in name_readings(cell):
+        if base in forms and (qual is None or qual == "" or qual in forms):
+            return True
+    return False
+
+
+def name_forms(names) -> frozenset[str]:
+    """Folded forms of an entity's names (its name and aliases)."""
+    return frozenset(f for f in map(fold_name, names) if f)
