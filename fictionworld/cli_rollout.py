@@ -10,7 +10,47 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fictionworld.cli import KnobOption, WorldModelOption, _fail, _knobs, _world_model_config, app, err, out
+from fictionworld.cli import (
+    MAX_TASKS,
+    KnobOption,
+    WorldModelOption,
+    _check_output,
+    _entities_option,
+    _fail,
+    _knobs,
+    _positive,
+    _probability,
+    _url,
+    _world_model_config,
+    app,
+    err,
+    out,
+)
+
+MAX_SAMPLES = 1_000  # episodes per task (a GRPO group) and training iterations: beyond is a typo
+
+
+def _top_k(value: int | None) -> int | None:
+    if value is not None and value != -1 and value < 1:
+        raise typer.BadParameter(f"must be -1 (off) or >= 1, not {value}")
+    return value
+
+
+def _refuse_unused(agent: str, world_model: str, llm: dict, wm_url: str | None, wm_name: str | None,
+                   wm_api: str) -> None:  # fmt: skip
+    """Options that would be silently ignored with this agent and world model are an error."""
+    used_by_world_model = ("base_url", "model") if world_model != "template" else ()
+    if agent != "openai":
+        given = [k for k, v in llm.items() if v is not None and k not in used_by_world_model]
+        if given:
+            names = ", ".join("--" + k.replace("_", "-") for k in given)
+            also = " (or --world-model sglang)" if {"base_url", "model"} & set(given) else ""
+            _fail(f"{names}: only for --agent openai{also}, not --agent {agent}")
+    if world_model == "template":
+        given = [n for n, v in (("--world-model-url", wm_url), ("--world-model-name", wm_name)) if v is not None]
+        given += ["--world-model-api"] if wm_api != "chat" else []
+        if given:
+            _fail(f"{', '.join(given)}: only for --world-model sglang")
 
 
 def _agent_config(agent: str, config: str | None, **llm) -> dict:
@@ -51,64 +91,92 @@ def rollout(
     tasks_path: Annotated[Path, typer.Option("--tasks", help="Tasks file (JSON Lines, from `fictionworld tasks`).")],
     run_dir: Annotated[Path, typer.Option("--out", help="Run directory: episodes.jsonl (resumable), Parquet.")],
     agent: Annotated[str, typer.Option(help="oracle, baseline, openai, or module:Class.")] = "baseline",
-    samples: Annotated[int, typer.Option("--samples-per-task", help="Episodes per task (a GRPO group).")] = 1,
-    workers: Annotated[int, typer.Option(help="Ray actors.")] = 2,
-    seed: Annotated[int, typer.Option(help="Episode seeds derive from this, the task and the sample.")] = 0,
-    limit: Annotated[int | None, typer.Option(help="Use only the first N tasks.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per episode before it is truncated.")] = 600.0,
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples-per-task",
+            help=f"Episodes per task (a GRPO group), 1 to {MAX_SAMPLES:,}.",
+            min=1,
+            max=MAX_SAMPLES,
+        ),
+    ] = 1,
+    workers: Annotated[int, typer.Option(help="Ray actors (>= 1).", min=1)] = 2,
+    seed: Annotated[
+        int, typer.Option(help="Episode seeds derive from this (>= 0), the task and the sample.", min=0)
+    ] = 0,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N tasks (N >= 1).", min=1)] = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds per episode before it is truncated (> 0).", callback=_positive)
+    ] = 600.0,
     address: Annotated[str | None, typer.Option(help="Ray cluster address ('auto'); default: a local one.")] = None,
     tools: Annotated[str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, all.")] = "basic",
-    max_turns: Annotated[int | None, typer.Option(help="Turn budget (default: the agent's).")] = None,
-    max_context_chars: Annotated[int | None, typer.Option(help="Context budget in characters.")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Turn budget, >= 1 (default: the agent's).", min=1)] = None,
+    max_context_chars: Annotated[
+        int | None, typer.Option(help="Context budget in characters (>= 1,000).", min=1_000)
+    ] = None,
     knob: KnobOption = None,
     agent_config: Annotated[str | None, typer.Option(help="Agent settings as a JSON object.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="openai agent: endpoint, e.g. http://127.0.0.1:30000/v1")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="openai agent: endpoint, e.g. http://127.0.0.1:30000/v1", callback=_url)
+    ] = None,
     model: Annotated[str | None, typer.Option(help="openai agent: model name.")] = None,
     tool_mode: Annotated[str | None, typer.Option(help="openai agent: native or tags.")] = None,
-    temperature: Annotated[float | None, typer.Option(help="openai agent: sampling temperature.")] = None,
-    top_p: Annotated[float | None, typer.Option(help="openai agent: nucleus sampling.")] = None,
-    top_k: Annotated[int | None, typer.Option(help="openai agent: top-k (SGLang extra_body).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="openai agent: sampling temperature (>= 0).", min=0)] = None,
+    top_p: Annotated[
+        float | None, typer.Option(help="openai agent: nucleus sampling (> 0, <= 1).", callback=_probability)
+    ] = None,
+    top_k: Annotated[
+        int | None, typer.Option(help="openai agent: top-k, -1 (off) or >= 1 (SGLang extra_body).", callback=_top_k)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     world_model: WorldModelOption = "template",
     world_model_url: Annotated[
-        str | None, typer.Option(help="sglang world model: its server (default: --base-url, the agent's).")
+        str | None,
+        typer.Option(help="sglang world model: its server (default: --base-url, the agent's).", callback=_url),
     ] = None,
     world_model_name: Annotated[
         str | None, typer.Option(help="sglang world model: model name (default: --model).")
     ] = None,
     world_model_api: Annotated[str, typer.Option(help="sglang world model: chat or generate.")] = "chat",
 ) -> None:
-    """Run an agent on tasks with a Ray actor pool; resumable, episodes appended as they finish."""
+    """Run an agent on tasks with a Ray actor pool; resumable, episodes appended as they finish.
+
+    Everything is checked before Ray starts or RUN is written: the world, the tasks, the agent
+    and its settings, the env settings; a RUN holding episodes of other settings is refused."""
+    from fictionworld.storage import WorldFormatError
     from fictionworld.tasks.model import TaskError, read_tasks
-    from rollout.pool import make_jobs, run_rollouts
+    from rollout.pool import SetupError, check_setup, make_jobs, run_rollouts
     from rollout.records import RunError, export_parquet
 
+    llm = {"base_url": base_url, "model": model, "tool_mode": tool_mode, "temperature": temperature,
+           "top_p": top_p, "top_k": top_k}  # fmt: skip
+    _refuse_unused(agent, world_model, llm, world_model_url, world_model_name, world_model_api)
+    if tools not in ("basic", "agentworld", "all"):
+        _fail(f"--tools must be basic, agentworld or all, not {tools!r}")
+    env_config: dict = {"tools": tools, "knobs": _knobs(knob).model_dump(mode="json") if knob else None,
+                        "max_turns": max_turns, "max_context_chars": max_context_chars}  # fmt: skip
+    env_config = {k: v for k, v in env_config.items() if v is not None}
+    if world_model != "template":
+        wm = _world_model_config(world_model, world_model_url or base_url, world_model_name or model or "default",
+                                 world_model_api)  # fmt: skip
+        env_config["world_model"] = wm.model_dump(mode="json")
+    cfg = _agent_config(agent, agent_config, **llm)
+    try:
+        check_setup(path, agent, cfg, env_config)  # in the driver: nothing starts on a bad world or agent
+    except (WorldFormatError, SetupError) as e:
+        _fail(str(e))
     try:
         tasks = read_tasks(tasks_path)[:limit]
     except TaskError as e:
         _fail(str(e))
     if not tasks:
         _fail(f"{tasks_path}: no tasks")
-    if tools not in ("basic", "agentworld", "all"):
-        _fail(f"--tools must be basic, agentworld or all, not {tools!r}")
-    env_config: dict = {"tools": tools}
-    if knob:
-        env_config["knobs"] = _knobs(knob).model_dump(mode="json")
-    if max_turns:
-        env_config["max_turns"] = max_turns
-    if max_context_chars:
-        env_config["max_context_chars"] = max_context_chars
-    if world_model != "template":
-        wm = _world_model_config(world_model, world_model_url or base_url, world_model_name or model or "default",
-                                 world_model_api)  # fmt: skip
-        env_config["world_model"] = wm.model_dump(mode="json")
-    cfg = _agent_config(agent, agent_config, base_url=base_url, model=model, tool_mode=tool_mode,
-                        temperature=temperature, top_p=top_p, top_k=top_k)  # fmt: skip
+    _check_output(run_dir, directory=True)
     try:
         res = run_rollouts(path, make_jobs(tasks, samples, seed), agent=agent, agent_config=cfg,
                            env_config=env_config, workers=workers, out=run_dir, timeout=timeout,
                            address=address, progress=not as_json)  # fmt: skip
-    except (RunError, FileNotFoundError, ValueError) as e:
+    except (RunError, WorldFormatError, SetupError) as e:
         _fail(str(e))
     except RuntimeError as e:
         _fail(f"{e} (finished episodes are kept in {run_dir / 'episodes.jsonl'}; rerun to resume)", 1)
@@ -133,9 +201,15 @@ def export(
     """Export a run's episodes (messages, scores, GRPO advantages) to Parquet for HF datasets."""
     from rollout.records import export_parquet, read_episodes
 
+    if scale not in ("std", "none"):
+        _fail(f"--scale must be std or none, not {scale!r}")
+    if not run_dir.is_dir():
+        _fail(f"{run_dir}: " + ("no such directory" if not run_dir.exists() else "not a run directory (a file)"))
+    if parquet is not None:
+        _check_output(parquet)
     records, bad = read_episodes(run_dir / "episodes.jsonl")
     if not records:
-        _fail(f"{run_dir}: no episodes")
+        _fail(f"{run_dir}: no episodes" + (f" ({bad} unreadable lines)" if bad else ""))
     p = export_parquet(records, parquet or run_dir / "episodes.parquet", scale=scale)
     out.print(
         f"{len({r['episode'] for r in records})} episodes → {p}" + (f" ({bad} unreadable lines skipped)" if bad else "")
@@ -161,10 +235,12 @@ def _world_for_demo(directory: Path, seed: int, entities: int, force: bool):
 @app.command()
 def demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and runs go.")] = Path("demo"),
-    seed: Annotated[int, typer.Option(help="World seed.")] = 7,
-    entities: Annotated[int, typer.Option(help="World size.")] = 3000,
-    n: Annotated[int, typer.Option("--tasks", help="Tasks (half wide, half deep).")] = 20,
-    workers: Annotated[int, typer.Option(help="Ray actors.")] = 2,
+    seed: Annotated[int, typer.Option(help="World seed (>= 0).", min=0)] = 7,
+    entities: Annotated[int, _entities_option("World size")] = 3000,
+    n: Annotated[
+        int, typer.Option("--tasks", help=f"Tasks (half wide, half deep), 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)
+    ] = 20,
+    workers: Annotated[int, typer.Option(help="Ray actors (>= 1).", min=1)] = 2,
     force: Annotated[bool, typer.Option("--force", help="Regenerate the world and rerun every episode.")] = False,
 ) -> None:
     """The main job: a small world, tasks, the oracle and baseline agents on local Ray, a table."""
@@ -173,7 +249,9 @@ def demo(
     from fictionworld.tasks.generate import generate_tasks
     from fictionworld.tasks.model import write_tasks
     from rollout.pool import make_jobs, run_rollouts
+    from rollout.records import RunError
 
+    _check_output(directory, "--dir", directory=True)
     t0 = time.perf_counter()
     with out.status("generating the world…"):
         world, fresh = _world_for_demo(directory / "world", seed, entities, force)
@@ -189,7 +267,10 @@ def demo(
         if force and run.exists():
             shutil.rmtree(run)
         out.print(f"[bold]{agent}[/] on local Ray, {workers} workers")
-        res = run_rollouts(directory / "world", make_jobs(tasks, 1, seed), agent=agent, workers=workers, out=run)
+        try:
+            res = run_rollouts(directory / "world", make_jobs(tasks, 1, seed), agent=agent, workers=workers, out=run)
+        except RunError as e:
+            _fail(f"{e} (or rerun with --force to start the demo over)")
         for kind in ("wide", "deep"):
             rows.append(_row(f"{agent} ({kind})", [r for r in res.records if r.get("task_kind") == kind]))
         rows.append(_row(f"{agent} (all)", res.records))
@@ -200,19 +281,29 @@ def demo(
 @app.command("train-demo")
 def train_demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and results go.")] = Path("demo"),
-    seed: Annotated[int, typer.Option(help="World seed (tasks and policy seeds derive from it).")] = 7,
-    entities: Annotated[int, typer.Option(help="World size.")] = 3000,
-    train: Annotated[int, typer.Option(help="Training tasks.")] = 40,
-    heldout: Annotated[int, typer.Option(help="Held-out tasks (another task seed).")] = 20,
-    iterations: Annotated[int, typer.Option(help="GRPO iterations.")] = 12,
-    group: Annotated[int, typer.Option(help="Episodes per task per iteration (GRPO group size).")] = 8,
-    lr: Annotated[float, typer.Option(help="Learning rate on the policy's logits.")] = 2.0,
-    workers: Annotated[int, typer.Option(help="Ray actors.")] = 2,
+    seed: Annotated[int, typer.Option(help="World seed, >= 0 (tasks and policy seeds derive from it).", min=0)] = 7,
+    entities: Annotated[int, _entities_option("World size")] = 3000,
+    train: Annotated[int, typer.Option(help=f"Training tasks, 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)] = 40,
+    heldout: Annotated[
+        int, typer.Option(help=f"Held-out tasks (another task seed), 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)
+    ] = 20,
+    iterations: Annotated[
+        int, typer.Option(help=f"GRPO iterations, 1 to {MAX_SAMPLES:,}.", min=1, max=MAX_SAMPLES)
+    ] = 12,
+    group: Annotated[
+        int,
+        typer.Option(
+            help=f"Episodes per task per iteration (GRPO group size), 2 to {MAX_SAMPLES:,}.", min=2, max=MAX_SAMPLES
+        ),
+    ] = 8,
+    lr: Annotated[float, typer.Option(help="Learning rate on the policy's logits (> 0).", callback=_positive)] = 2.0,
+    workers: Annotated[int, typer.Option(help="Ray actors (>= 1).", min=1)] = 2,
 ) -> None:
     """Train a small search-strategy policy with GRPO on Ray rollout rewards; plot its curve."""
     from fictionworld.tasks.generate import generate_tasks
     from rollout.train import plot_curve, save_result, train_policy
 
+    _check_output(directory, "--dir", directory=True)
     with out.status("generating the world…"):
         world, _ = _world_for_demo(directory / "world", seed, entities, False)
     train_tasks = generate_tasks(world, train, kind="mixed", seed=seed + 1)

@@ -11,15 +11,30 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fictionworld.cli import _fail, _load, app, err, out
+from fictionworld.cli import MAX_TASKS, _check_output, _fail, _load, _url, _warn, app, err, out
+
+MAX_TRIALS = 1_000  # trials per task that `score` reads
+
+
+def _task_knobs(**values):
+    """TaskKnobs from the command's options, or one ``error: --option: ...`` line per problem."""
+    from pydantic import ValidationError
+
+    from fictionworld.errors import problem_lines
+    from fictionworld.tasks.wide import TaskKnobs
+
+    try:
+        return TaskKnobs(**values)
+    except ValidationError as exc:
+        _fail("\n".join(problem_lines(exc, label=lambda field: "--" + field.replace("_", "-"))))
 
 
 @app.command()
 def tasks(
     path: Annotated[Path, typer.Argument(help="World directory.")],
-    n: Annotated[int, typer.Option("--n", help="Number of tasks.")] = 20,
+    n: Annotated[int, typer.Option("--n", help=f"Number of tasks, 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)] = 20,
     kind: Annotated[str, typer.Option(help="wide, deep or mixed.")] = "wide",
-    seed: Annotated[int, typer.Option(help="Task seed (independent of the world's).")] = 0,
+    seed: Annotated[int, typer.Option(help="Task seed (>= 0, independent of the world's).", min=0)] = 0,
     rows_min: Annotated[int, typer.Option(help="Fewest gold rows of a wide task.")] = 3,
     rows_max: Annotated[int, typer.Option(help="Most gold rows of a wide task.")] = 30,
     columns: Annotated[int, typer.Option(help="Columns of a wide task, key included.")] = 4,
@@ -35,16 +50,15 @@ def tasks(
     from fictionworld.scoring.io import export_widesearch
     from fictionworld.tasks.generate import TaskGenerationError, generate_tasks
     from fictionworld.tasks.model import write_tasks
-    from fictionworld.tasks.wide import TaskKnobs
 
     if kind not in ("wide", "deep", "mixed"):
         _fail(f"--kind must be wide, deep or mixed, not {kind!r}")
-    try:
-        knobs = TaskKnobs(
-            rows_min=rows_min, rows_max=rows_max, columns=columns, hops=hops, selectivity=selectivity, clues=clues
-        )
-    except Exception as exc:
-        _fail(f"bad task knobs: {' '.join(str(exc).split())[:300]}")
+    knobs = _task_knobs(
+        rows_min=rows_min, rows_max=rows_max, columns=columns, hops=hops, selectivity=selectivity, clues=clues
+    )
+    _check_output(out_path)
+    if widesearch is not None:
+        _check_output(widesearch, "--widesearch", directory=True)
     world = _load(path)
     with Progress(
         TextColumn("tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
@@ -56,6 +70,8 @@ def tasks(
             )
         except TaskGenerationError as exc:
             _fail(str(exc), 1)
+    if not made:  # generate_tasks makes n >= 1 tasks or raises; never write an empty file
+        _fail("no tasks were made", 1)
     write_tasks(made, out_path)
     if widesearch is not None:
         export_widesearch(made, widesearch)
@@ -66,6 +82,89 @@ def tasks(
     )
 
 
+def _some(ids, limit: int = 5) -> str:
+    ids = list(ids)
+    return ", ".join(map(str, ids[:limit])) + (f", … ({len(ids)} in all)" if len(ids) > limit else "")
+
+
+def _check_score_paths(tasks_path: Path, responses: Path, gold_dir: Path | None, out_path: Path) -> None:
+    if not tasks_path.is_file():
+        what = "is a directory; give the tasks file" if tasks_path.is_dir() else "no such file"
+        _fail(f"--tasks {tasks_path}: {what}")
+    if not responses.exists():
+        _fail(f"--responses {responses}: no such file or directory")
+    if gold_dir is not None:
+        _check_gold_dir(gold_dir, tasks_path)
+    _check_output(out_path)
+
+
+def _score_tasks(tasks_path: Path, gold_dir: Path | None) -> list:
+    """The tasks to score (those without a gold table skipped, each named); at least one."""
+    from fictionworld.scoring.io import load_tasks
+    from fictionworld.tasks.model import TaskError
+
+    try:
+        task_list, skipped = load_tasks(tasks_path, gold_dir)
+    except TaskError as exc:
+        _fail(str(exc))
+    except UnicodeDecodeError:
+        _fail(f"{tasks_path}: not a text file (UTF-8)")
+    for s in skipped:
+        err.print(f"skipped {s}", highlight=False)
+    if not task_list:
+        _fail(f"{tasks_path}: no tasks to score" + (f" ({len(skipped)} skipped)" if skipped else ""))
+    return task_list
+
+
+def _check_gold_dir(gold_dir: Path, tasks_path: Path) -> None:
+    """``--gold-dir`` must be a directory, and only goes with official tasks (ours carry their gold)."""
+    if not gold_dir.is_dir():
+        _fail(f"--gold-dir {gold_dir}: " + ("is not a directory" if gold_dir.exists() else "no such directory"))
+    try:
+        with tasks_path.open(encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        ours = isinstance(head := json.loads(first), dict) and "gold" in head
+    except (OSError, UnicodeDecodeError, ValueError):
+        return  # reading the tasks file says what is wrong with it
+    if ours:
+        _fail(
+            f"--gold-dir: {tasks_path} holds tasks with their gold tables; --gold-dir is for an official widesearch.jsonl"
+        )
+
+
+def _responses(path: Path, task_ids: list[str], trials: int) -> dict[str, dict[int, str]]:
+    """The responses to ``task_ids``; an error when there is nothing to score, a warning for
+    tasks without a response, responses to no task and trials beyond ``trials``."""
+    from fictionworld.scoring.io import ResponseError, load_responses
+
+    if path.is_dir() and not any(path.glob("*_response.jsonl")):
+        _fail(f"--responses {path}: no response files (*_response.jsonl) in this directory")
+    try:
+        found = load_responses(path, task_ids)
+    except ResponseError as exc:
+        _fail(str(exc))
+    except UnicodeDecodeError:
+        _fail(f"--responses {path}: not a text file (UTF-8)")
+    if not found and not path.is_dir():
+        _fail(f"--responses {path}: no responses in this file")
+    missing = [i for i in task_ids if i not in found]
+    if len(missing) == len(task_ids):
+        _fail(
+            f"no response matches a task: the tasks are {_some(task_ids)}"
+            + (f"; the responses answer {_some(sorted(found))}" if found else "")
+            + " (wrong --tasks or --responses?)"
+        )
+    if missing:
+        _warn(f"{len(missing)} of {len(task_ids)} tasks have no response and score 0: {_some(missing)}")
+    unknown = sorted(set(found) - set(task_ids))
+    if unknown:
+        _warn(f"{len(unknown)} responses answer no task in the tasks file and are ignored: {_some(unknown)}")
+    late = sorted({t for i in task_ids for t in found.get(i, {}) if not 0 <= t < trials})
+    if late:
+        _warn(f"responses to trials {_some(late)} are ignored (--trials {trials} scores trials 0 to {trials - 1})")
+    return found
+
+
 @app.command()
 def score(
     tasks_path: Annotated[Path, typer.Option("--tasks", help="tasks.jsonl or an official widesearch.jsonl.")],
@@ -74,8 +173,15 @@ def score(
         Path | None, typer.Option(help="Official gold CSVs (default: widesearch_gold/ beside).")
     ] = None,
     mode: Annotated[str, typer.Option(help="strict (default, the RL reward) or compat (official numbers).")] = "strict",
-    trials: Annotated[int, typer.Option(help="Trials per task (N of avg@N / pass@N / max@N).")] = 1,
-    judge_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible judge endpoint (compat).")] = None,
+    trials: Annotated[
+        int,
+        typer.Option(
+            help=f"Trials per task (N of avg@N / pass@N / max@N), 1 to {MAX_TRIALS:,}.", min=1, max=MAX_TRIALS
+        ),
+    ] = 1,
+    judge_base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible judge endpoint (compat).", callback=_url)
+    ] = None,
     judge_model: Annotated[str, typer.Option(help="Judge model name.")] = "gpt-4.1",
     today: Annotated[str | None, typer.Option(help="Date compat's date parsing is relative to (YYYY-MM-DD).")] = None,
     out_path: Annotated[Path, typer.Option("--out", help="Per-task results (JSON Lines).")] = Path("scores.jsonl"),
@@ -86,26 +192,20 @@ def score(
 
     from fictionworld.scoring import aggregate
     from fictionworld.scoring import score as score_one
-    from fictionworld.scoring.io import ResponseError, load_responses, load_tasks
-    from fictionworld.tasks.model import TaskError
 
     if mode not in ("strict", "compat"):
         _fail(f"--mode must be strict or compat, not {mode!r}")
-    if trials < 1:
-        _fail("--trials must be at least 1")
     ref = None
     if today:
         try:
             ref = dt.date.fromisoformat(today)
         except ValueError:
             _fail(f"--today {today!r} is not YYYY-MM-DD")
-    try:
-        task_list, skipped = load_tasks(tasks_path, gold_dir)
-        found = load_responses(responses, [t.instance_id for t in task_list])
-    except (TaskError, ResponseError) as exc:
-        _fail(str(exc))
-    for s in skipped:
-        err.print(f"skipped {s}", highlight=False)
+    if mode == "strict" and (judge_base_url or today):
+        _warn("--judge-base-url and --today apply to --mode compat only; the strict scorer ignores them")
+    _check_score_paths(tasks_path, responses, gold_dir, out_path)
+    task_list = _score_tasks(tasks_path, gold_dir)
+    found = _responses(responses, [t.instance_id for t in task_list], trials)
     judge = None
     if judge_base_url:
         from fictionworld.llm import ChatClient

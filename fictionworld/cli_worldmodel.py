@@ -16,6 +16,7 @@ from fictionworld.cli import (
     ModelOption,
     WorldModelOption,
     _fail,
+    _positive,
     _serve_with,
     _web,
     _world_model_config,
@@ -52,8 +53,8 @@ def fidelity(
         int, typer.Option("--n", help="Pages to render (a seeded sample of the authored kinds).", min=1)
     ] = 200,
     searches: Annotated[int | None, typer.Option(help="Result lists to render (default n/4).", min=0)] = None,
-    seed: Annotated[int, typer.Option(help="Sample seed.")] = 0,
-    timeout: Annotated[float, typer.Option(help="Seconds per LLM call.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Sample seed (>= 0).", min=0)] = 0,
+    timeout: Annotated[float, typer.Option(help="Seconds per LLM call (> 0).", callback=_positive)] = 60.0,
     concurrency: Annotated[int, typer.Option(help="LLM requests in flight at most.", min=1)] = 8,
     write_cache: Annotated[bool, typer.Option(help="Keep the renders in the world's cache.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -72,6 +73,9 @@ def fidelity(
         task = bar.add_task("pages", total=min(n, len(web.pages)))
         summary = run(web, config, n=n, searches=searches, seed=seed, write_cache=write_cache,
                       progress=lambda k: bar.advance(task, k))  # fmt: skip
+    if config.kind == "sglang" and not summary.get("rendered"):
+        _fail(f"nothing was rendered: the world model server at {config.base_url} never answered "
+              f"({summary.get('unreachable', 0)} renderings fell back to templates); is it running?", 1)  # fmt: skip
     if as_json:
         print(json.dumps(summary, indent=2))
         return
@@ -98,8 +102,12 @@ def render_cache(
     ] = None,
 ) -> None:
     """Show (or clear) the LLM world model's stored renderings in a world (renders.sqlite)."""
+    from fictionworld.storage import read_manifest
     from fictionworld.worldmodel.cache import CACHE_FILE, CacheError, RenderCache
 
+    if clear is not None and clear not in ("fallback", "all"):
+        _fail(f"--clear must be fallback or all, not {clear!r}")
+    read_manifest(path)  # a world directory (or a clear error)
     if not (path / CACHE_FILE).exists():
         _fail(f"{path} has no render cache ({CACHE_FILE}): nothing was rendered by an LLM world model here")
     try:
@@ -107,8 +115,6 @@ def render_cache(
     except CacheError as e:
         _fail(str(e))
     if clear is not None:
-        if clear not in ("fallback", "all"):
-            _fail(f"--clear must be fallback or all, not {clear!r}")
         gone = cache.clear(source=None if clear == "all" else "fallback")
         out.print(f"forgot {gone} stored renderings")
     out.print(json.dumps(cache.counts()))

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from fictionworld.dates import NA_DATE
 from fictionworld.schema import PREDICATES
@@ -222,8 +223,11 @@ def load_world(path: str | Path, *, verify: bool = True) -> World:
     manifest = read_manifest(path)
     try:
         spec = WorldSpec.model_validate(manifest["spec"])
-    except ValueError as exc:
-        raise WorldFormatError(f"{path}/manifest.json: invalid spec: {str(exc).splitlines()[0]}") from None
+    except ValidationError as exc:
+        from fictionworld.errors import problem_lines
+
+        problems = "; ".join(problem_lines(exc, what="spec field", model=WorldSpec))
+        raise WorldFormatError(f"{path}/manifest.json: invalid spec: {problems}") from None
     ent = _read(path, "entities.parquet", tuple(ENTITY_SCHEMA.names), ["type", "culture"])
     facts = _read(path, "facts.parquet", FACT_COLUMNS, [])
     counts = manifest["counts"]

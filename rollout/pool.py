@@ -21,7 +21,7 @@ from fictionworld.seeding import child_seed
 from rollout.episode import episode_key
 from rollout.records import EpisodeLog, summarize
 
-__all__ = ["Job", "RolloutResult", "RolloutPool", "run_rollouts", "make_jobs", "init_ray"]
+__all__ = ["Job", "RolloutResult", "RolloutPool", "run_rollouts", "make_jobs", "init_ray", "check_setup", "SetupError"]
 
 GRACE_S = 30.0  # past the episode timeout, the driver kills a stuck actor
 MAX_ATTEMPTS = 3  # an episode whose actor dies this many times is recorded as an error
@@ -80,9 +80,18 @@ def _actor_class():
 
     @ray.remote(num_cpus=1, max_restarts=0)
     class RolloutWorker:
-        """Holds one world (loaded once from disk), one env and one agent."""
+        """Holds one world (loaded once from disk), one env and one agent. One that cannot build
+        them reports why in :meth:`info` (the pool stops before any episode) instead of dying
+        with a traceback in the driver's log."""
 
         def __init__(self, world_dir: str, agent: str, agent_config: dict, env_config: dict):
+            self.error: str | None = None
+            try:
+                self._build(world_dir, agent, agent_config, env_config)
+            except Exception as e:  # noqa: BLE001 — reported to the driver in words
+                self.error = _in_words(e)
+
+        def _build(self, world_dir: str, agent: str, agent_config: dict, env_config: dict) -> None:
             from fictionworld.env import EnvConfig, SearchEnv
             from fictionworld.world import World
             from rollout.agents import make_agent
@@ -97,7 +106,7 @@ def _actor_class():
         def info(self) -> dict:
             import psutil
 
-            return {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss}
+            return {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss, "error": self.error}
 
         def run(self, job: Job, timeout: float) -> dict:
             import json
@@ -105,6 +114,8 @@ def _actor_class():
             from rollout.agents import make_agent
             from rollout.episode import run_episode
 
+            if self.error:
+                raise RuntimeError(f"this rollout worker could not start: {self.error}")
             agent = self.agent
             if job.agent_config:
                 key = json.dumps(job.agent_config, sort_keys=True)
@@ -121,6 +132,104 @@ def _actor_class():
     return RolloutWorker
 
 
+def _in_words(e: Exception) -> str:
+    """An exception's message in a line or two (pydantic errors one line per problem)."""
+    from pydantic import ValidationError
+
+    from fictionworld.errors import problem_lines
+
+    if isinstance(e, ValidationError):
+        return "; ".join(problem_lines(e))
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+class SetupError(ValueError):
+    """A rollout that cannot start: its world, agent or env settings are wrong. Found in the
+    driver, before Ray starts or a run directory is written."""
+
+
+def check_setup(world_dir: str | Path, agent: str, agent_config: dict | None = None,
+                env_config: dict | None = None) -> str:  # fmt: skip
+    """Checks in the driver what every actor will build (the world's manifest, the agent and
+    its settings, the env config) and returns the world's hash. Raises :class:`SetupError`
+    (WorldFormatError for the world) with one line per problem."""
+    from fictionworld.storage import read_manifest
+
+    world_hash = str(read_manifest(world_dir)["world_hash"])
+    factory = agent_factory(agent)
+    defaults = _agent_env_defaults(factory, agent, dict(agent_config or {}))
+    _check_env(defaults | dict(env_config or {}))
+    return world_hash
+
+
+def agent_factory(name: str):
+    """What :func:`rollout.agents.make_agent` would build ``name`` with, or SetupError."""
+    if ":" not in name:
+        from rollout.agents import AGENTS
+
+        if name not in AGENTS:
+            raise SetupError(f"unknown agent {name!r}; known agents: {', '.join(sorted(AGENTS))} (or module:Class)")
+        return AGENTS[name]
+    import importlib
+
+    module, _, attr = name.partition(":")
+    if not module or not attr:
+        raise SetupError(f"agent {name!r}: expected module:Class, e.g. my_agents:MyAgent")
+    try:
+        factory = getattr(importlib.import_module(module), attr, None)
+    except Exception as e:  # noqa: BLE001 — any import failure is the user's module
+        raise SetupError(f"agent {name!r}: cannot import module {module!r} ({e})") from None
+    if factory is None:
+        raise SetupError(f"agent {name!r}: module {module!r} has no {attr!r}")
+    if not callable(factory) or (isinstance(factory, type) and not callable(getattr(factory, "policy", None))):
+        raise SetupError(f"agent {name!r}: {attr!r} is not an agent class (one with a policy method)")
+    return factory
+
+
+def _agent_env_defaults(factory, name: str, config: dict) -> dict:
+    """Builds the agent once (a privileged agent, which needs the world, only has its settings
+    checked against its signature) and returns its env defaults."""
+    import inspect
+
+    from pydantic import ValidationError
+
+    from fictionworld.errors import problem_lines
+
+    privileged = getattr(factory, "privileged", False)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature to read: building it tells
+        params = None
+    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        valid = [k for k, p in params.items() if k != "world" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        unknown = sorted(set(config) - set(valid))
+        if unknown:
+            raise SetupError(f"agent {name!r}: unknown setting(s) {', '.join(map(repr, unknown))}; "
+                             f"valid settings: {', '.join(valid)}")  # fmt: skip
+    if privileged:
+        return dict(getattr(factory, "env_defaults", {}) or {})
+    try:
+        built = factory(**config)
+    except ValidationError as e:
+        raise SetupError("\n".join(f"agent {name!r}: {x}" for x in problem_lines(e, what="setting"))) from None
+    except (TypeError, ValueError) as e:
+        raise SetupError(f"agent {name!r}: {e}") from None
+    return dict(getattr(built, "env_defaults", {}) or {})
+
+
+def _check_env(config: dict) -> None:
+    from pydantic import ValidationError
+
+    from fictionworld.env import EnvConfig
+    from fictionworld.errors import problem_lines
+
+    try:
+        EnvConfig(**config)
+    except ValidationError as e:
+        raise SetupError("\n".join(problem_lines(e, what="env setting", model=EnvConfig))) from None
+
+
 class RolloutPool:
     """A pool of ``workers`` actors for one world and agent, reused across calls to
     :meth:`run` (a training loop keeps it for every iteration). Use as a context manager."""
@@ -128,13 +237,30 @@ class RolloutPool:
     def __init__(self, world_dir: str | Path, *, agent: str = "oracle", agent_config: dict | None = None,
                  env_config: dict | None = None, workers: int = 2, address: str | None = None):  # fmt: skip
         self.world_dir = str(Path(world_dir).resolve())
-        self.world_hash = _world_hash(self.world_dir)
         self.agent, self.agent_config = agent, dict(agent_config or {})
         self.env_config = dict(env_config or {})
-        init_ray(address, num_cpus=None if address else max(workers, 1))
+        self.world_hash = check_setup(self.world_dir, agent, self.agent_config, self.env_config)
+        try:
+            init_ray(address, num_cpus=None if address else max(workers, 1))
+        except (ValueError, ConnectionError) as e:  # e.g. a malformed --address
+            raise SetupError(f"cannot start Ray{f' at {address!r}' if address else ''}: {_in_words(e)}") from None
         self._worker = _actor_class()
         self.actors = [self._spawn() for _ in range(max(1, workers))]
         self.restarts = 0
+        self._check_started()
+
+    def _check_started(self) -> None:
+        """Waits until every actor holds its world, agent and env; stops here (SetupError) if one
+        cannot, e.g. a world whose files are corrupt past its manifest."""
+        from ray.exceptions import RayActorError
+
+        try:
+            problems = [i["error"] for i in self.info() if i.get("error")]
+        except RayActorError as e:  # died while starting (killed, out of memory)
+            problems = [(getattr(e, "error_msg", "") or str(e)).strip().splitlines()[-1]]
+        if problems:
+            self.close()
+            raise SetupError(f"the rollout workers could not start: {problems[0]}")
 
     def _spawn(self):
         return self._worker.remote(self.world_dir, self.agent, self.agent_config, self.env_config)
@@ -241,7 +367,7 @@ def run_rollouts(
     keeping every episode that finished."""
     t0 = time.perf_counter()
     world_dir = str(Path(world_dir).resolve())
-    world_hash = _world_hash(world_dir)
+    world_hash = check_setup(world_dir, agent, agent_config, env_config)  # before Ray starts or RUN is written
     log = None
     records: dict[str, dict] = {}
     if out is not None:
@@ -284,17 +410,6 @@ def _replace(actor, spawn):
     except Exception:  # noqa: BLE001 — it is dead already
         pass
     return spawn()
-
-
-def _world_hash(world_dir: str) -> str:
-    import json
-
-    from fictionworld.storage import WorldFormatError
-
-    try:
-        return json.loads((Path(world_dir) / "manifest.json").read_text())["world_hash"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise WorldFormatError(f"{world_dir}: not a world directory (manifest.json: {e})") from None
 
 
 def _failure(job: Job, world_hash, agent, agent_config, status: str, error: str) -> dict:

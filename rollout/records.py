@@ -71,10 +71,18 @@ class EpisodeLog:
                 old = json.loads(f.read_text())
             except json.JSONDecodeError as e:
                 raise RunError(f"{f}: not valid JSON ({e.msg}); remove it or use another --out") from None
+            if not isinstance(old, dict):
+                raise RunError(f"{f}: not a run description (a JSON object); remove it or use another --out")
             for key in ("world_hash", "agent"):
                 if old.get(key) != meta.get(key):
                     raise RunError(f"{self.dir} holds a run with {key}={old.get(key)!r}, not {meta.get(key)!r}; "
                                    "use another --out")  # fmt: skip
+            new = json.loads(json.dumps(meta, default=str))
+            changed = [d for key in ("agent_config", "env_config") if key in old
+                       for d in _differences(key, old[key], new.get(key, {}))]  # fmt: skip
+            if changed:
+                raise RunError(f"{self.dir} holds a run with other settings ({'; '.join(changed[:5])}); "
+                               "rerun with the same settings to resume, or use another --out")  # fmt: skip
         else:
             f.write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
@@ -95,6 +103,15 @@ class EpisodeLog:
         """One record per episode (the last written), in file order."""
         last = {r["episode"]: r for r in self.records}
         return list(last.values())
+
+
+def _differences(path: str, old, new) -> list[str]:
+    """``path: old then, new now`` for each setting that differs (nested objects compared key by key)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in sorted(set(old) | set(new), key=str)
+                for d in _differences(f"{path}.{k}", old.get(k), new.get(k))]  # fmt: skip
+    short = lambda v: r if len(r := repr(v)) <= 60 else r[:57] + "…"  # noqa: E731
+    return [] if old == new else [f"{path}: {short(old)} then, {short(new)} now"]
 
 
 def summarize(records: list[dict], samples: int | None = None):

@@ -220,3 +220,19 @@ def test_oracle_on_ray_with_the_llm_world_model(ray_cluster, saved_world, world,
     opened = {s["arguments"]["url"].split("?")[0] for r in res.records for s in r["steps"] if s["tool"] == "open"}
     counts = RenderCache(d / "renders.sqlite").counts()
     assert set(counts) == {"llm"} and counts["llm"] >= len(opened) // 2
+
+
+def test_cli_rollout_on_a_world_corrupt_past_its_manifest_stops_before_any_episode(ray_cluster, saved_world, tasks,
+                                                                                  tmp_path):  # fmt: skip
+    import shutil
+
+    d = tmp_path / "w"
+    shutil.copytree(saved_world, d)
+    (d / "facts.parquet").write_bytes(b"\x00" * 100)
+    write_tasks(tasks[:2], tmp_path / "tasks.jsonl")
+    r = CliRunner().invoke(app, ["rollout", str(d), "--tasks", str(tmp_path / "tasks.jsonl"), "--workers", "1",
+                                 "--out", str(tmp_path / "run")])  # fmt: skip
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    error = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "rollout workers could not start" in error[0] and "facts.parquet" in error[0]
+    assert not (tmp_path / "run" / "episodes.jsonl").read_text().strip()

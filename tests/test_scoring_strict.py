@@ -167,3 +167,18 @@ def test_reward_mixes_and_penalises_format():
 
 def test_columns_constant():
     assert FULL_COLUMNS == [h.lower() for h in HEAD]
+
+
+def test_answers_over_the_size_limits_score_zero_with_a_message():
+    from fictionworld.scoring import AnswerLimits
+
+    rows = [[f"Company {i}", str(i)] for i in range(500)]
+    task = make_task(["company", "n"], rows)
+    answer = table(["Company", "N"], rows)
+    assert score(answer, task).score == 1.0  # WideSearch size fits the default limits
+    tight = AnswerLimits(max_rows=499)
+    r = score(answer, task, limits=tight)
+    assert r.f1_by_item == 0 and "limits" in r.msg
+    r = score(answer + "\n" + "x" * 1_000_000, task)
+    assert r.f1_by_item == 0 and "characters" in r.msg
+    assert score(answer, task, limits=AnswerLimits(max_cells=999)).f1_by_item == 0

@@ -158,7 +158,7 @@ def test_cli_search_and_open(world, saved_world):
     r = runner.invoke(app, ["open", str(saved_world), "not a url"])
     assert r.exit_code == 2 and "malformed URL" in r.output
     r = runner.invoke(app, ["search", str(saved_world), "x", "--knob", "conflict_rate=7"])
-    assert r.exit_code == 2 and "bad knobs" in r.output
+    assert r.exit_code == 2 and "knob 'conflict_rate': must be <= 1" in r.output
 
 
 def test_cli_indexes_a_world_saved_without_web(world, tmp_path):

@@ -20,6 +20,30 @@ class ResponseError(ValueError):
     pass
 
 
+def _in_words(e: Exception) -> str:
+    """What is wrong with a JSON Lines record, without Python's exception names."""
+    if isinstance(e, json.JSONDecodeError):
+        return f"not JSON ({e.msg} at column {e.colno})"
+    if isinstance(e, KeyError):
+        return f"missing field {e.args[0]!r}"
+    if isinstance(e, ValidationError):
+        from fictionworld.errors import problem_lines
+
+        return "; ".join(problem_lines(e))
+    if isinstance(e, TypeError):
+        return "not a JSON object"
+    return str(e)
+
+
+def _read_text(path: Path, what: str, error: type[ValueError], encoding: str = "utf-8") -> str:
+    try:
+        return path.read_text(encoding=encoding)
+    except UnicodeDecodeError:
+        raise error(f"{what} {path} is not UTF-8 text") from None
+    except OSError as e:
+        raise error(f"cannot read {what} {path}: {e.strerror or e}") from None
+
+
 def _gold_from_csv(text: str, required: list[str]) -> GoldTable:
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
@@ -39,10 +63,8 @@ def load_tasks(path: str | Path, gold_dir: str | Path | None = None) -> tuple[li
     where skipped names the official tasks whose gold table is missing or lacks a required
     column (upstream skips them too)."""
     path = Path(path)
-    try:
-        first = next((ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()), "")
-    except OSError as e:
-        raise TaskError(f"cannot read tasks file {path}: {e}") from None
+    text = _read_text(path, "tasks file", TaskError)
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
     try:
         head = json.loads(first) if first else {}
     except json.JSONDecodeError:
@@ -51,7 +73,7 @@ def load_tasks(path: str | Path, gold_dir: str | Path | None = None) -> tuple[li
         return read_tasks(path), []
     gold_root = Path(gold_dir) if gold_dir else path.parent / "widesearch_gold"
     tasks, skipped = [], []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -60,7 +82,7 @@ def load_tasks(path: str | Path, gold_dir: str | Path | None = None) -> tuple[li
             ev = Evaluation.model_validate(json.loads(ev) if isinstance(ev, str) else ev)
             iid = str(rec["instance_id"])
         except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as e:
-            raise TaskError(f"{path}:{n}: not a WideSearch task record ({type(e).__name__}: {e})") from None
+            raise TaskError(f"{path}:{n}: not a WideSearch task record: {_in_words(e)}") from None
         gold_file = gold_root / f"{iid}.csv"
         try:
             gold = _gold_from_csv(gold_file.read_text(encoding="utf-8-sig"), ev.required)
@@ -95,25 +117,26 @@ def load_responses(path: str | Path, task_ids: list[str]) -> dict[str, dict[int,
                     out.setdefault(iid, {})[int(m.group(1))] = rec.get("response") if rec else None
                     break
         return out
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise ResponseError(f"cannot read responses {path}: {e}") from None
+    lines = _read_text(path, "responses", ResponseError).splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
             iid = str(rec["instance_id"])
-            trial = int(rec.get("trial", rec.get("trial_idx", 0)))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise ResponseError(f"{path}:{n}: not a response record ({type(e).__name__}: {e})") from None
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ResponseError(f"{path}:{n}: not a response record: {_in_words(e)}") from None
+        trial = rec.get("trial", rec.get("trial_idx", 0))
+        if isinstance(trial, str) and trial.strip().isdigit():
+            trial = int(trial)
+        if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
+            raise ResponseError(f"{path}:{n}: field 'trial' must be a whole number >= 0, not {trial!r}")
         out.setdefault(iid, {})[trial] = rec.get("response")
     return out
 
 
 def _first_record(f: Path) -> dict | None:
-    for line in f.read_text(encoding="utf-8").splitlines():
+    for line in _read_text(f, "response file", ResponseError).splitlines():
         if line.strip():
             try:
                 rec = json.loads(line)

@@ -139,12 +139,18 @@ def read_tasks(path: str | Path) -> list[Task]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
-        raise TaskError(f"cannot read tasks file {path}: {e}") from None
+        raise TaskError(f"cannot read tasks file {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise TaskError(f"cannot read tasks file {path}: not a text file (UTF-8)") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             out.append(Task.model_validate_json(line))
         except ValidationError as e:
-            raise TaskError(f"{path}:{n}: not a task record: {e.errors()[0]['msg']}") from None
+            from fictionworld.errors import problem_lines
+
+            problems = problem_lines(e)
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise TaskError(f"{path}:{n}: not a task record: {'; '.join(problems[:3])}{more}") from None
     return out

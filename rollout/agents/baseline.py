@@ -80,9 +80,11 @@ class BaselineAgent(ToolAgent):
     env_defaults = {"max_turns": 120}
 
     def __init__(self, strategy: Strategy | dict | None = None, *, retries: int = 3, **fields):
-        s = strategy if isinstance(strategy, Strategy) else Strategy(**(strategy or {}))
-        self.strategy = s.model_copy(update=fields) if fields else s
-        self.retries = int(retries)
+        s = strategy if isinstance(strategy, Strategy) else Strategy.model_validate(strategy or {})
+        self.strategy = Strategy.model_validate(s.model_dump() | fields) if fields else s  # validated, not copied
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries: must be a whole number >= 0, not {retries!r}")
+        self.retries = retries
 
     def config(self) -> dict:
         return {"name": self.name, "strategy": self.strategy.model_dump(), "retries": self.retries}

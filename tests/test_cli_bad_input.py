@@ -1,0 +1,452 @@
+"""Bad input on the command line: one clear ``error:`` line and a non-zero exit, never a
+traceback, a pydantic dump or silently wrong work. The last tests walk every command of the app
+(found from the app itself, so new commands are walked too) with bad values for every option."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+import fictionworld as fw
+from fictionworld.cli import MAX_K, MAX_PAGE, MIN_ENTITIES, load_commands
+from fictionworld.tasks.generate import generate_tasks
+from fictionworld.tasks.model import write_tasks
+
+APP = load_commands()
+COMMANDS = typer.main.get_command(APP).commands
+
+
+def cli(*args) -> object:
+    return CliRunner().invoke(APP, [str(a) for a in args])
+
+
+def shell(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fictionworld.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def errors(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+def clean_failure(r, code: int = 2) -> list[str]:
+    """Asserts a clean failure (exit ``code``, no traceback, no pydantic URL); its error lines."""
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "Traceback" not in r.output and "errors.pydantic.dev" not in r.output, r.output
+    assert r.exit_code == code, r.output
+    return errors(r.output)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """A smallest world (with its web), its tasks, responses, a run, and bad files of each kind."""
+    d = tmp_path_factory.mktemp("cli_bad")
+    world = fw.generate(seed=5, entities=MIN_ENTITIES)
+    world.save(d / "world")
+    tasks = generate_tasks(world, 3, kind="mixed", seed=0)
+    write_tasks(tasks, d / "tasks.jsonl")
+    (d / "responses.jsonl").write_text(
+        "".join(json.dumps({"instance_id": t.instance_id, "response": t.answer}) + "\n" for t in tasks)
+    )
+    (d / "run").mkdir()
+    (d / "run" / "episodes.jsonl").write_text(json.dumps({"episode": "t#0", "task_id": "t", "reward": 0.5}) + "\n")
+    (d / "garbage").write_bytes(b"\x00\xffgarbage\x13" * 20)
+    (d / "garbage.json").write_text('{"instance_id": 3, "gold": [1, 2')
+    (d / "empty_dir").mkdir()
+    (d / "bad_world").mkdir()
+    (d / "bad_world" / "manifest.json").write_text("{not json")
+    return {
+        "dir": d,
+        "world": d / "world",
+        "tasks": d / "tasks.jsonl",
+        "responses": d / "responses.jsonl",
+        "run": d / "run",
+        "url": world.web.pages.urls[0],
+        "task_ids": [t.instance_id for t in tasks],
+    }
+
+
+@pytest.fixture
+def no_ray(monkeypatch):
+    """Fails the test if anything starts Ray."""
+    import rollout.pool
+
+    def refuse(*a, **k):
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(rollout.pool, "init_ray", refuse)
+
+
+# -- rollout: everything checked in the driver, before Ray or the run directory ------------------
+@pytest.mark.parametrize("world", ["missing", "bad_world", "garbage", "empty_dir"])
+def test_rollout_on_a_missing_or_broken_world(files, tmp_path, no_ray, world):
+    r = cli("rollout", files["dir"] / world, "--tasks", files["tasks"], "--out", tmp_path / "run")
+    lines = clean_failure(r)
+    assert len(lines) == 1 and str(files["dir"] / world) in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("agent", "config", "says"),
+    [
+        ("nosuch", None, "unknown agent 'nosuch'; known agents: baseline, openai, oracle"),
+        ("os:path", None, "'path' is not an agent class"),
+        ("nosuch_module:Agent", None, "cannot import module 'nosuch_module'"),
+        ("rollout.agents:Nope", None, "has no 'Nope'"),
+        ("oracle", '{"retries": 1, "colour": "red"}', "unknown setting(s) 'colour'; valid settings: retries"),
+        ("openai", '{"tool_mode": "smoke"}', "tool_mode must be native or tags"),
+        ("openai", '{"max_turns": 0}', "env setting 'max_turns': must be >= 1, not 0"),
+    ],
+)
+def test_rollout_agent_is_checked_before_ray_starts(files, tmp_path, no_ray, agent, config, says):
+    t0 = time.perf_counter()
+    args = ["--agent-config", config] if config else []
+    r = cli("rollout", files["world"], "--tasks", files["tasks"], "--out", tmp_path / "run", "--agent", agent, *args)
+    lines = clean_failure(r)
+    assert len(lines) == 1 and says in lines[0], lines
+    assert not (tmp_path / "run").exists() and time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--tool-mode", "tags"], "--tool-mode: only for --agent openai"),
+        (["--temperature", "0.3"], "--temperature: only for --agent openai"),
+        (["--model", "m"], "--model: only for --agent openai (or --world-model sglang)"),
+        (["--world-model-name", "m"], "--world-model-name: only for --world-model sglang"),
+        (["--knob", "conflict_rate=abc"], "knob 'conflict_rate': must be a number, not 'abc'"),
+        (["--tools", "everything"], "--tools must be basic, agentworld or all"),
+        (["--agent-config", "[1]"], "--agent-config must be a JSON object"),
+    ],
+)
+def test_rollout_options_that_would_be_ignored_or_are_wrong(files, tmp_path, no_ray, args, says):
+    r = cli("rollout", files["world"], "--tasks", files["tasks"], "--out", tmp_path / "run", *args)
+    lines = clean_failure(r)
+    assert len(lines) == 1 and says in lines[0], lines
+    assert not (tmp_path / "run").exists()
+
+
+def test_rollout_refuses_a_run_directory_of_other_settings(files, tmp_path, no_ray):
+    from fictionworld.storage import read_manifest
+
+    run = tmp_path / "run"
+    run.mkdir()
+    meta = {"world": str(files["world"].resolve()), "world_hash": read_manifest(files["world"])["world_hash"],
+            "agent": "baseline", "agent_config": {}, "env_config": {"tools": "basic"}}  # fmt: skip
+    (run / "run.json").write_text(json.dumps(meta))
+    r = cli("rollout", files["world"], "--tasks", files["tasks"], "--out", run, "--knob", "conflict_rate=0.3")
+    lines = clean_failure(r)
+    assert len(lines) == 1 and "holds a run with other settings" in lines[0]
+    assert "env_config.knobs" in lines[0] and "use another --out" in lines[0]
+    r = cli("rollout", files["world"], "--tasks", files["tasks"], "--out", run, "--max-turns", "7")
+    assert "env_config.max_turns: None then, 7 now" in clean_failure(r)[0]
+    assert json.loads((run / "run.json").read_text()) == meta  # run.json keeps describing its episodes
+
+
+def test_a_run_of_the_same_settings_resumes(files, tmp_path):
+    from fictionworld.storage import read_manifest
+    from rollout.records import EpisodeLog, RunError
+
+    meta = {"world_hash": read_manifest(files["world"])["world_hash"], "agent": "openai",
+            "agent_config": {"model": "m", "temperature": 0.5}, "env_config": {"tools": "basic"}}  # fmt: skip
+    EpisodeLog(tmp_path, meta).close()
+    EpisodeLog(tmp_path, json.loads(json.dumps(meta))).close()
+    with pytest.raises(RunError, match=r"agent_config.temperature: 0.5 then, 0.7 now"):
+        EpisodeLog(tmp_path, meta | {"agent_config": {"model": "m", "temperature": 0.7}})
+
+
+# -- sizes: one minimum everywhere, checked up front ------------------------------------------------
+@pytest.mark.parametrize("command", ["generate", "spec", "demo", "train-demo"])
+@pytest.mark.parametrize("entities", ["0", "-5", str(MIN_ENTITIES - 1), "100000000000"])
+def test_entities_has_one_range_everywhere(files, tmp_path, command, entities):
+    args = ["--out", tmp_path / "w"] if command == "generate" else []
+    r = cli(command, "--entities", entities, *args)
+    clean_failure(r)
+    assert "--entities" in r.output and "Usage" in r.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_spec_at_the_minimum_size(tmp_path):
+    r = cli("spec", "--entities", MIN_ENTITIES)
+    assert r.exit_code == 0 and f"entities: {MIN_ENTITIES}" in r.output
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_tasks_n_below_one_writes_nothing(files, tmp_path, n):
+    r = cli("tasks", files["world"], "--n", n, "--out", tmp_path / "t.jsonl")
+    clean_failure(r)
+    assert "--n" in r.output and not (tmp_path / "t.jsonl").exists()
+
+
+def test_task_options_are_named_as_options(files, tmp_path):
+    r = cli("tasks", files["world"], "--rows-min", "0", "--columns", "40", "--out", tmp_path / "t.jsonl")
+    assert clean_failure(r) == ["error: --rows-min: must be >= 1, not 0", "error: --columns: must be <= 12, not 40"]
+
+
+def test_export_scale_is_checked(files):
+    r = cli("export", files["run"], "--scale", "foo")
+    assert clean_failure(r) == ["error: --scale must be std or none, not 'foo'"]
+
+
+# -- score: nothing to score is an error, a partial answer set a warning ----------------------------
+def test_score_with_no_matching_response(files, tmp_path):
+    (tmp_path / "r.jsonl").write_text(json.dumps({"instance_id": "someone-else", "response": "x"}) + "\n")
+    r = cli("score", "--tasks", files["tasks"], "--responses", tmp_path / "r.jsonl", "--out", tmp_path / "s.jsonl")
+    lines = clean_failure(r)
+    assert len(lines) == 1 and "no response matches a task" in lines[0] and "someone-else" in lines[0]
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_score_with_an_empty_response_directory_or_file(files, tmp_path):
+    (tmp_path / "resp").mkdir()
+    r = cli("score", "--tasks", files["tasks"], "--responses", tmp_path / "resp")
+    assert clean_failure(r) == [
+        f"error: --responses {tmp_path / 'resp'}: no response files (*_response.jsonl) in this directory"
+    ]
+    (tmp_path / "r.jsonl").write_text("\n")
+    r = cli("score", "--tasks", files["tasks"], "--responses", tmp_path / "r.jsonl")
+    assert clean_failure(r) == [f"error: --responses {tmp_path / 'r.jsonl'}: no responses in this file"]
+
+
+def test_score_with_an_empty_tasks_file(files, tmp_path):
+    (tmp_path / "t.jsonl").write_text("")
+    r = cli("score", "--tasks", tmp_path / "t.jsonl", "--responses", files["responses"])
+    assert clean_failure(r) == [f"error: {tmp_path / 't.jsonl'}: no tasks to score"]
+
+
+def test_score_warns_about_tasks_without_a_response(files, tmp_path):
+    first = files["responses"].read_text().splitlines()[0]
+    (tmp_path / "r.jsonl").write_text(first + "\n")
+    r = shell("score", "--tasks", files["tasks"], "--responses", tmp_path / "r.jsonl", "--out", tmp_path / "s.jsonl")
+    assert r.returncode == 0, r.stderr
+    warning = [line for line in r.stderr.splitlines() if line.startswith("warning:")]
+    assert warning == [f"warning: 2 of 3 tasks have no response and score 0: {', '.join(files['task_ids'][1:])}"]
+
+
+def test_tasks_file_errors_are_in_words(files, tmp_path):
+    good = files["tasks"].read_text().splitlines()
+    bad = json.loads(good[1])
+    del bad["instance_id"]
+    (tmp_path / "t.jsonl").write_text("\n".join([good[0], json.dumps(bad), good[2]]) + "\n")
+    r = cli("score", "--tasks", tmp_path / "t.jsonl", "--responses", files["responses"])
+    assert clean_failure(r) == [f"error: {tmp_path / 't.jsonl'}:2: not a task record: missing field 'instance_id'"]
+
+
+def test_response_file_errors_are_in_words(files, tmp_path):
+    (tmp_path / "r.jsonl").write_text(json.dumps({"response": "x"}) + "\n")
+    r = cli("score", "--tasks", files["tasks"], "--responses", tmp_path / "r.jsonl")
+    lines = clean_failure(r)
+    assert len(lines) == 1 and "missing field 'instance_id'" in lines[0] and "KeyError" not in lines[0]
+
+
+def test_fidelity_fails_when_the_server_never_answers(files):
+    r = cli("fidelity", files["world"], "--world-model", "sglang", "--base-url", "http://127.0.0.1:9/v1", "--n", "2",
+            "--searches", "0", "--json")  # fmt: skip
+    lines = clean_failure(r, 1)
+    assert len(lines) == 1 and "nothing was rendered" in lines[0] and "http://127.0.0.1:9/v1" in lines[0]
+
+
+# -- messages: one clear line per problem, never pydantic's ------------------------------------------
+def test_unknown_knob_lists_the_valid_knobs(files):
+    r = cli("search", files["world"], "glass", "--knob", "foo=1")
+    assert clean_failure(r) == [
+        "error: knob 'foo': unknown knob; valid knobs: conflict_rate, confusable_rate, distractor_rate, "
+        "fault_kinds, fault_rate, list_page_size, results_per_page, snippet_leak_rate"
+    ]
+    r = cli("open", files["world"], files["url"], "--knob", "list_page_size=0", "--knob", "fault_kinds=timeout,x")
+    assert clean_failure(r) == [
+        "error: knob 'list_page_size': must be >= 1, not '0'",
+        "error: knob 'fault_kinds[1]': must be 'timeout', 'server_error' or 'rate_limited', not 'x'",
+    ]
+    r = cli("search", files["world"], "glass", "--knob", "conflict_rate")
+    assert "expected NAME=VALUE" in clean_failure(r)[0] and "valid knobs: conflict_rate" in r.output
+
+
+def test_spec_file_errors_are_one_line_each(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("entities: many\npresent: 1800-01-01\n")
+    r = cli("generate", "--spec", spec, "--out", tmp_path / "w")
+    assert set(clean_failure(r)) == {
+        f"error: --spec {spec}: spec field 'entities': must be a whole number, not 'many'",
+        f"error: --spec {spec}: spec field 'present': present must lie between 1950 and 2100",
+        f"error: --spec {spec}: missing spec field 'types'",
+    }
+
+
+def test_a_manifest_with_a_bad_spec_is_in_words(files, tmp_path):
+    import shutil
+
+    d = tmp_path / "w"
+    shutil.copytree(files["world"], d)
+    manifest = json.loads((d / "manifest.json").read_text())
+    manifest["spec"] |= {"entities": -3, "bogus": 1}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    r = cli("stats", d)
+    assert clean_failure(r) == [
+        f"error: {d}/manifest.json: invalid spec: spec field 'entities': must be >= 1, not -3; spec field 'bogus': "
+        "unknown spec field; valid spec fields: entities, exclude_relations, name, present, types, web"
+    ]
+
+
+def test_search_help_documents_the_limits(files):
+    from fictionworld.web.web import MAX_PAGE as WEB_MAX_PAGE
+
+    assert MAX_PAGE == WEB_MAX_PAGE
+    text = " ".join(cli("search", "--help").output.split())
+    assert f"Results per page, 1 to {MAX_K}" in text and f"1 to {MAX_PAGE}" in text
+    r = cli("search", files["world"], "glass", "--k", MAX_K + 1)
+    clean_failure(r)
+    assert "--k" in r.output
+
+
+def test_an_empty_value_is_refused(files, tmp_path):
+    r = cli("rollout", files["world"], "--tasks", files["tasks"], "--out", "")
+    assert clean_failure(r) == ["error: --out: empty value; give a value or leave the option out"]
+    r = cli("search", files["world"], "")
+    assert clean_failure(r) == ['error: an argument is empty (""); give a value']
+
+
+def test_an_unexpected_error_is_one_line_unless_debugging(files, monkeypatch):
+    import fictionworld.web
+
+    def broken(*a, **k):
+        raise KeyError("page_rank")
+
+    monkeypatch.setattr(fictionworld.web.Web, "search", broken)
+    r = cli("search", files["world"], "glass")
+    assert clean_failure(r, 1) == [
+        "error: unexpected KeyError: 'page_rank' (set FICTIONWORLD_DEBUG=1 for the traceback)"
+    ]
+    monkeypatch.setenv("FICTIONWORLD_DEBUG", "1")
+    assert isinstance(cli("search", files["world"], "glass").exception, KeyError)
+
+
+# -- every command, every option, bad values ---------------------------------------------------------
+# How each path is used; a path not listed is an input file or directory (a missing one is bad).
+OUTPUT_FILES = {("tasks", "out_path"), ("score", "out_path"), ("export", "parquet")}
+OUTPUT_DIRS = {("generate", "out_dir"), ("tasks", "widesearch"), ("rollout", "run_dir"), ("demo", "directory"),
+               ("train-demo", "directory")}  # fmt: skip
+HUGE = "1000000000000"
+# Values that look bad but are fine for that option (they would start real work: not run).
+ACCEPTED = {
+    "seed": {"0", HUGE},
+    "workers": {HUGE},
+    "limit": {HUGE},
+    "timeout": {"1e12"},
+    "lr": {"1e12"},
+    "temperature": {"0", "1e12"},
+    "top_k": {HUGE},
+    "max_turns": {HUGE},
+    "max_context_chars": {HUGE},
+    "rows_max": {HUGE},
+    "searches": {"0", HUGE},
+    "query": {"nosuch"},
+    "model": {"nosuch"},
+    "judge_model": {"nosuch"},
+    "world_model_name": {"nosuch"},
+    "address": {"nosuch"},
+}
+ACCEPTED_IN = {
+    ("fidelity", "n"): {HUGE},
+    ("validate", "limit"): {HUGE},
+    ("tasks", "hops"): {"0"},
+}  # fidelity: at most the pages there are
+
+
+def _annotation(param) -> object:
+    td = getattr(param, "type_descriptor", None)
+    if td is not None:
+        return td.annotation
+    return {"INTEGER": int, "FLOAT": float, "BOOLEAN": bool, "PATH": Path}.get(  # older typer (click types)
+        getattr(getattr(param, "type", None), "name", "").upper(), str
+    )
+
+
+def _kind(command: str, param) -> str:
+    ann = _annotation(param)
+    args = getattr(ann, "__args__", ())
+    base = (
+        next((a for a in args if a is not type(None)), ann) if args and ann.__class__.__name__ == "UnionType" else ann
+    )
+    if getattr(param, "is_flag", False) or base is bool:
+        return "flag"
+    if getattr(param, "multiple", False) or getattr(base, "__origin__", None) is list:
+        return "list"
+    if base is Path:
+        key = (command, param.name)
+        return "out_file" if key in OUTPUT_FILES else "out_dir" if key in OUTPUT_DIRS else "in_path"
+    return {int: "int", float: "float"}.get(base, "str")
+
+
+def _bad_values(kind: str, files: dict) -> list[str]:
+    d = files["dir"]
+    return {
+        "in_path": [d / "missing", d / "garbage", d / "garbage.json", d / "empty_dir", d / "bad_world", ""],
+        "out_file": [d / "empty_dir", d / "garbage" / "below_a_file", ""],
+        "out_dir": [d / "garbage", d / "garbage" / "below_a_file", ""],
+        "int": ["abc", "1.5", "-5", "0", HUGE, ""],
+        "float": ["abc", "-1", "0", "nan", "1e12", ""],
+        "str": ["nosuch", ""],
+        "list": ["foo=1", "conflict_rate=abc", "conflict_rate", ""],
+        "flag": [],
+    }[kind]
+
+
+def _valid(command: str, param, files: dict, tmp: Path) -> str:
+    """A good value for a required parameter."""
+    name = param.name
+    if (command, name) in OUTPUT_FILES:
+        return str(tmp / "out.file")
+    if (command, name) in OUTPUT_DIRS:
+        return str(tmp / "out_dir")
+    by_name = {"query": "glassworks", "url": files["url"], "tasks_path": files["tasks"],
+               "responses": files["responses"], "run_dir": files["run"]}  # fmt: skip
+    return str(by_name.get(name, files["world"] if _kind(command, param) == "in_path" else "x"))
+
+
+def _invocations(command: str, files: dict, tmp: Path):
+    """(args, the parameter, the bad value) for every parameter and bad value of ``command``."""
+    params = COMMANDS[command].params
+    for param in params:
+        kind = _kind(command, param)
+        accepted = ACCEPTED_IN.get((command, param.name), ACCEPTED.get(param.name, set()))
+        for value in _bad_values(kind, files):
+            if str(value) in accepted:
+                continue
+            args = []
+            for p in params:
+                if p is param:
+                    args += ([] if p.param_type_name == "argument" else [p.opts[0]]) + [str(value)]
+                elif p.required:
+                    args += ([] if p.param_type_name == "argument" else [p.opts[0]]) + [_valid(command, p, files, tmp)]
+            yield args, param.name, value
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_fails_cleanly_on_bad_values(files, tmp_path, monkeypatch, no_ray, command):
+    assert COMMANDS[command].params, command
+    monkeypatch.chdir(tmp_path)  # default outputs (tasks.jsonl, scores.jsonl, demo/) would land here
+    problems = []
+    for args, name, value in _invocations(command, files, tmp_path):
+        r = CliRunner().invoke(APP, [command, *args])
+        said = r.output.lower()
+        if r.exception is not None and not isinstance(r.exception, SystemExit):
+            problems.append(f"{name}={value!r}: raised {r.exception!r}")
+        elif "traceback" in said or "errors.pydantic.dev" in said:
+            problems.append(f"{name}={value!r}: {r.output[-300:]}")
+        elif r.exit_code == 0 or not ("error" in said or "usage" in said):
+            problems.append(f"{name}={value!r}: exit {r.exit_code}, said {r.output[-300:]!r}")
+    assert not problems, "\n".join(problems)
+    assert not any(tmp_path.iterdir()), "bad input wrote files"
+
+
+def test_the_walk_covers_every_command():
+    expected = {"generate", "validate", "stats", "index", "search", "open", "spec", "tasks", "score", "rollout",
+                "export", "demo", "train-demo", "fidelity", "render-cache"}  # fmt: skip
+    assert expected <= set(COMMANDS)
