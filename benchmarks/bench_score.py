@@ -149,6 +149,8 @@ def time_wide(r: random.Random, reps: int) -> None:
         f"| Junk {i} | 1 | 2000-01-01 | x.example | media | City | Nobody | {i} |\n" for i in range(1990)
     )
     huge += "x" * (999_000 - len(huge))  # just under the 1,000,000-character cap, 1,990 junk rows
+    cell = " _a" * 300 + "<a href=x>" * 50 + "[" * 200  # unclosed markup: quadratic for unbounded patterns
+    markup = head + "".join(f"| Junk {i} | {cell} | {cell} | | | | | |\n" for i in range(300))
     print(f"\n500 × 8 tables (WideSearch size), one core, {reps} responses")
     print(f"{'case':<36} {'mean ms':>9} {'max ms':>9}")
     cases = {
@@ -157,6 +159,7 @@ def time_wide(r: random.Random, reps: int) -> None:
         "strict warm (cells seen before)": (responses, "strict", False, False),
         "strict, + 1,500 junk rows, cold": ([junk], "strict", True, False),
         f"strict, {len(huge) / 1e6:.2f} MB answer, cold": ([huge], "strict", True, False),
+        f"strict, {len(markup) / 1e6:.2f} MB unclosed markup": ([markup], "strict", True, False),
         "compat (official semantics)": (responses[: max(2, reps // 4)], "compat", False, False),
     }
     means = {}

@@ -310,12 +310,27 @@ def test_hedged_dates_score_like_the_wrong_value(wide):
             f"{y} or {format_date(d, 1)}",
             f"{format_date(d, 0)} ({y})",
             f"{format_date(o, 2)} (or {format_date(d, 2)})",
-            f"{d:%B %Y}",  # a month or a year does not answer a full date
-            str(d.year),
-            f"{d:%Y-%m}",
+            str(d.year),  # a year never answers a full date
         ]
+        if task.evaluation.eval_pipeline[task.evaluation.required[j]].metric == ["exact_match"]:
+            forms += [f"{d:%B %Y}", f"{d:%Y-%m}"]  # nor does a month, unless the metric is date_near
         cases += _no_better_than_wrong(task, j, g, forms, o.isoformat())
     assert cases >= 200
+
+
+def test_inventing_a_day_never_beats_saying_the_month(wide):
+    """Under date_near (±31 days) any day of the right month scores, so the month itself must
+    too: else the reward would teach a policy to make up days."""
+    cases = 0
+    for task, j, g, gold in _gold_cells(wide, _is_date):
+        d = dt.date.fromisoformat(gold)
+        month = score(_with_cell(task, j, g, f"{d:%B %Y}"), task).f1_by_item
+        days = [d.replace(day=k) for k in range(1, 29)]
+        best_invented = max(score(_with_cell(task, j, g, x.isoformat()), task).f1_by_item for x in days)
+        exact = task.evaluation.eval_pipeline[task.evaluation.required[j]].metric == ["exact_match"]
+        assert month >= best_invented - 1e-12 or exact, (gold, month, best_invented)
+        cases += 1
+    assert cases >= 40
 
 
 def test_date_precision():
@@ -400,3 +415,60 @@ def test_a_hedged_cell_never_beats_its_wrong_half(row, col, other, sep, gold_fir
         return table(FULL_HEAD, rows)
 
     assert score(with_cell(hedge), task).f1_by_item <= score(with_cell(wrong), task).f1_by_item + 1e-12, hedge
+
+
+# -- found by an adversarial review ---------------------------------------------------------------
+def test_digits_that_are_not_decimal_never_raise():
+    pipe = {"n": {"preprocess": ["extract_number"], "metric": ["number_near"], "criterion": 0.0}}
+    task = make_task(["k", "n"], [["a", "579"]], pipeline=pipe)
+    for cell in ["579¹", "579²", "①①", "１１²", "５７９"]:
+        s = score(table(["k", "n"], [["a", cell]]), task)
+        assert "internal" not in s.msg and 0 <= s.f1_by_item <= 1, cell
+    assert score(table(["k", "n"], [["a", "579¹"]]), task).score == 1.0  # a footnote mark
+    assert score(table(["k", "n"], [["a", "５７９"]]), task).score == 1.0  # fullwidth digits
+
+
+def test_pathological_markup_reads_as_blank_or_text():
+    task = make_task(["k", "n"], [["a", "1"]])
+    for junk in [" _a" * 32000, "<a href=x>" * 3000, "[" * 50_000, "~~" * 20_000, "as of " * 10_000]:
+        s = score(table(["k", "n"], [["a", junk]]), task)
+        assert s.recall_by_row == 0 and s.matched_rows == 1  # the key matched, the huge cell is blank
+        s = score(table([f"k {junk}", "n"], [["a", "1"]]) + "\n\n" + table(["k", "n"], [["a", "1"]]), task)
+        assert s.score == 1.0
+
+
+def test_a_corrected_single_answer_scores_the_correction(world, deep, names_by_type):
+    for task in deep[:10]:
+        gold = task.gold.rows[0][0]
+        other = next(n for n in names_by_type[_type_of(world, task, 0)] if n != gold)
+        text = _answer(task, [[other]]) + "\n\nWait, that is wrong. Corrected:\n\n" + _answer(task, [[gold]])
+        assert score(text, task).score == 1.0
+        text = _answer(task, [[gold]]) + "\n\nOn second thought:\n\n" + _answer(task, [[other]])
+        assert score(text, task).score == 0.0
+
+
+def test_headers_in_compatibility_forms(wide):
+    task = next(t for t in wide if any("²" in h for h in t.headers))
+    for sub in ["2", "^2", "<sup>2</sup>"]:
+        headers = [h.replace("²", sub) for h in task.headers]
+        assert score(table(headers, task.gold.rows), task).score == 1.0, sub
+
+
+def test_citation_marks_and_markdown_escapes_cost_nothing(wide):
+    r = random.Random(7)
+    for task in wide[:15]:
+        rows = [[f"{c}{r.choice([' [1]', '[^2]', ' 【3】', '<sup>4</sup>'])}" for c in row] for row in task.gold.rows]
+        assert score(table(task.headers, rows), task).score == 1.0
+        escaped = [[c.replace("-", "\\-").replace(".", "\\.") for c in row] for row in task.gold.rows]
+        assert score(table(task.headers, escaped), task).score == 1.0
+
+
+def test_a_draft_with_keys_spelled_otherwise_is_still_a_draft(world, wide):
+    for task in wide[:10]:
+        j = task.evaluation.required.index(task.evaluation.unique_columns[0])
+        kind = _type_of_column(world, task, j)
+        draft = [list(x) for x in task.gold.rows]
+        for row in draft:
+            row[j] = f"{row[j]} ({kind})"
+            row[-1] = "unknown"
+        assert score(table(task.headers, draft) + "\nFixed:\n" + task.answer, task).score == 1.0

@@ -88,8 +88,13 @@ def test_dates_never_depend_on_today():
         ["x", "d"], [["a", "1987-03-14"]], pipeline={"d": {"preprocess": ["norm_date"], "metric": ["date_near"]}}
     )
     assert score(table(["x", "d"], [["a", "14 March 1987"]]), task).score == 1.0
-    assert score(table(["x", "d"], [["a", "March 1987"]]), task).score == 0.0  # a month does not answer a day
+    # date_near (±31 days): a month answers when every day of it is within the tolerance
+    assert score(table(["x", "d"], [["a", "March 1987"]]), task).score == 1.0
     assert score(table(["x", "d"], [["a", "1987"]]), task).score == 0.0
+    exact = make_task(
+        ["x", "d"], [["a", "1987-03-14"]], pipeline={"d": {"preprocess": ["norm_date"], "metric": ["exact_match"]}}
+    )
+    assert score(table(["x", "d"], [["a", "March 1987"]]), exact).score == 0.0  # a month does not answer a day
     assert score(table(["x", "d"], [["a", "March 14"]]), task).score == 0.0  # no year: not a date
     assert score(table(["x", "d"], [["a", "n/a"]]), task).score == 0.0
 

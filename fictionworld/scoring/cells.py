@@ -23,10 +23,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from functools import lru_cache
 from typing import Literal, NamedTuple
 
-from fictionworld.scoring.metrics import clean_cell
+from fictionworld.scoring.metrics import clean_cell, short_cache
 
 __all__ = [
     "DateValue",
@@ -52,7 +51,7 @@ _NUM = re.compile(
     re.IGNORECASE,
 )
 _MAG = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-_AS_OF = re.compile(r"\(?\bas of\b[^()]*\)?", re.IGNORECASE)
+_AS_OF = re.compile(r"\(?\bas of\b[^()]{0,100}\)?", re.IGNORECASE)
 
 
 def _number(m: re.Match) -> float:
@@ -66,13 +65,13 @@ def _number(m: re.Match) -> float:
     return v
 
 
-@lru_cache(maxsize=1 << 16)
+@short_cache()
 def read_numbers(s: str) -> tuple[float, ...]:
     """The distinct numbers a cell states, in order: thousands separators, "1.2 million",
     currency marks and a minus sign are read, "%" divides by 100; a full date counts as its
     year and an "as of …" context is dropped."""
     text = clean_cell(s)
-    if text.isdigit():
+    if text.isdecimal():
         return (float(text),)
     text = _AS_OF.sub(" ", text)
     text = _DATE_ANY.sub(_year_of_date, text)
@@ -105,6 +104,16 @@ class DateValue(NamedTuple):
     def truncated(self, precision: int) -> dt.date:
         d = self.date
         return dt.date(d.year, d.month if precision >= 2 else 1, d.day if precision >= 3 else 1)
+
+    def span(self) -> tuple[dt.date, dt.date]:
+        """The first and last day the value can mean ("November 1933": the 1st to the 30th)."""
+        d = self.date
+        if self.precision >= 3:
+            return d, d
+        if self.precision == 2:
+            nxt = dt.date(d.year + (d.month == 12), d.month % 12 + 1, 1)
+            return d, nxt - dt.timedelta(days=1)
+        return d, dt.date(d.year, 12, 31)
 
     def covers(self, other: DateValue) -> bool:
         """Whether two readings agree where both are known."""
@@ -172,7 +181,7 @@ def date_order(text: str) -> DateOrder:
     return "dmy" if dmy else "mdy"
 
 
-@lru_cache(maxsize=1 << 16)
+@short_cache()
 def read_date(s: str, order: DateOrder = "mdy") -> DateValue | None:
     """The one date a cell states, with its precision, never filled in from today; None when
     it states none, an impossible or ambiguous one, or several that disagree ("1900 or
@@ -208,7 +217,7 @@ def _plain(s: str) -> str:
     return "".join(ch for ch in s if not unicodedata.combining(ch)).casefold()
 
 
-@lru_cache(maxsize=1 << 17)
+@short_cache(1 << 17)
 def fold_name(s: str) -> str:
     """A name reduced to what tells names apart: compatibility form, accents and case removed,
     letters and digits only ("Émile-Zola  Ltd." → "emilezolaltd")."""
@@ -252,7 +261,7 @@ def category_match(cell: str, gold: str) -> bool:
     return bool(a) and a == b
 
 
-@lru_cache(maxsize=1 << 16)
+@short_cache()
 def _category_words(s: str) -> tuple[str, ...]:
     return tuple(sorted(_singular(w) for w in _WORD.findall(_plain(clean_cell(s)))))
 
@@ -263,7 +272,7 @@ def _descriptor(qual: str) -> bool:
     return ok and any(w not in _ARTICLES for w in words)  # "Last Orchards, The" is not "Last Orchards"
 
 
-@lru_cache(maxsize=1 << 16)
+@short_cache()
 def name_readings(s: str) -> tuple[tuple[str, str | None], ...]:
     """The names a cell can be read as, each as (folded name, folded qualifier or None): the
     whole cell, and the part before a qualifier. A qualifier of type words and years folds to

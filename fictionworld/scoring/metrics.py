@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from functools import lru_cache
+from functools import lru_cache, wraps
 from urllib.parse import urlparse
 
 __all__ = [
@@ -92,31 +92,62 @@ class Official:
 
 
 # -- strict semantics -----------------------------------------------------------------------
-_LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)\)")
+# Every pattern is bounded (no unbounded scan per start position), so cleaning stays linear in
+# the cell's length whatever markup an answer piles up.
+_LINK = re.compile(r"\[([^\]\n]{0,500})\]\(([^)\s]{0,2000})\)")
 _MARKUP = re.compile(r"(\*\*|__|\*|`)")
-_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_STRUCK = re.compile(r"~~.*?~~|<(s|del|strike)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_HTML_LINK = re.compile(r"<a\b[^>]*?href\s*=\s*[\"']?([^\"'\s>]*)[^>]*>(.*?)</a\s*>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"</?(?:b|i|em|strong|u|ins|mark|small|big|sup|sub|span|code|tt|font|a|p|div)\b[^>]*>", re.I)
-_UNDERSCORE_ITALIC = re.compile(r"(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])")
+_BR = re.compile(r"<br\s{0,5}/?>", re.IGNORECASE)
+_STRUCK = re.compile(r"~~[^~]{0,500}~~|<(s|del|strike)\b[^>]{0,200}>.{0,500}?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_CITATION = re.compile(r"\[\^?\d{1,3}\]|【[^】]{0,20}】|<sup>\s{0,3}\[?\^?\d{1,3}\]?\s{0,3}</sup>", re.IGNORECASE)
+_HTML_LINK = re.compile(
+    r"<a\b[^>]{0,200}?href\s*=\s*[\"']?([^\"'\s>]{0,2000})[^>]{0,200}>(.{0,500}?)</a\s*>", re.IGNORECASE | re.DOTALL
+)
+_TAG = re.compile(r"</?(?:b|i|em|strong|u|ins|mark|small|big|sup|sub|span|code|tt|font|a|p|div)\b[^>]{0,200}>", re.I)
+_UNDERSCORE_ITALIC = re.compile(r"(?<![\w_])_(?=[^\s_])([^_\n]{1,500}?)(?<=[^\s_])_(?![\w_])")
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!~<>|])")
 _QUOTES = "\"'“”‘’«»"
 
 
 _STRIP = _QUOTES + ".;,:"
-_SPECIAL = frozenset("*_`[<~\"'“”‘’«»")
+_SPECIAL = frozenset("*_`[<~\"'“”‘’«»\\【")
 
 
-@lru_cache(maxsize=1 << 16)
+def short_cache(maxsize: int = 1 << 16, longest: int = 256):
+    """``lru_cache`` for functions of a string that keeps only strings of up to ``longest``
+    characters: cells repeat across the rollouts of a task, long junk does not and would only
+    fill memory."""
+
+    def wrap(f):
+        cached = lru_cache(maxsize=maxsize)(f)
+
+        @wraps(f)
+        def call(s, *args, **kwargs):
+            if isinstance(s, str) and len(s) <= longest:
+                return cached(s, *args, **kwargs)
+            return f(s, *args, **kwargs)
+
+        call.cache_clear = cached.cache_clear
+        call.cache_info = cached.cache_info
+        return call
+
+    return wrap
+
+
+@short_cache()
 def clean_cell(s: str, *, keep_urls: bool = False) -> str:
     """A cell without Markdown or inline HTML: links become their text (or text and URL),
     bold/italic (``**``, ``*``, ``__``, ``_``, ``<b>``, ``<i>``, ``<em>``, ``<strong>``…) and code
-    marks and ``<br>`` go, struck-out text (``~~…~~``, ``<s>``, ``<del>``) goes with its content,
+    marks, Markdown escapes and ``<br>`` go; struck-out text (``~~…~~``, ``<s>``, ``<del>``) and
+    citation marks (``[1]``, ``[^1]``, ``【1】``, ``<sup>1</sup>``) go with their content;
     surrounding quotes go, whitespace collapses."""
     s = str(s)
     if _SPECIAL.isdisjoint(s):
         return " ".join(s.split())
+    if "\\" in s:
+        s = _ESCAPE.sub(r"\1", s)
     s = _BR.sub(" ", s)
     s = _STRUCK.sub(" ", s)
+    s = _CITATION.sub(" ", s)
     if "<" in s:
         s = _HTML_LINK.sub((lambda m: f"{m.group(2)} {m.group(1)}") if keep_urls else (lambda m: m.group(2)), s)
         s = _TAG.sub("", s)
@@ -130,7 +161,7 @@ def clean_cell(s: str, *, keep_urls: bool = False) -> str:
     return s
 
 
-@lru_cache(maxsize=1 << 16)
+@short_cache()
 def strict_norm(s: str) -> str:
     """Compatibility-normalised, case-folded, without whitespace, stray quotes or a final
     full stop: "  **Acme  Corp.** " and "acme corp" agree."""
@@ -145,7 +176,7 @@ _URL = re.compile(r"(?:https?://|www\.)[^\s<>|\"'\]\)]+|\b(?:[a-z0-9-]+\.)+[a-z]
 _HOST_END = re.compile(r"[/?#\\]")
 
 
-@lru_cache(maxsize=1 << 16)
+@short_cache()
 def strict_hosts(s: str) -> frozenset[str]:
     """Host names of the URLs (or bare domains) in a cell, lower case, without "www." or port."""
     out = set()

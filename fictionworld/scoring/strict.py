@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 
 from pydantic import BaseModel, Field
 
@@ -133,8 +134,18 @@ def find_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     return tables
 
 
+_SUPERSCRIPT = re.compile(r"<sup>\s*(\d{1,2})\s*</sup>|\^(\d)", re.IGNORECASE)
+MAX_HEADER_CHARS = 200
+MAX_CELL_CHARS = 1_000  # a longer cell reads as blank: no answer needs it, and cleaning stays cheap
+
+
 def _header_key(h: str) -> str:
-    return norm_header(clean_cell(h))
+    """A header as compared with the required names: normalised as WideSearch does, plus
+    compatibility forms ("km²", "km2", "km^2", "km<sup>2</sup>" agree)."""
+    if len(h) > MAX_HEADER_CHARS:
+        return ""
+    h = _SUPERSCRIPT.sub(lambda m: m.group(1) or m.group(2), h)
+    return unicodedata.normalize("NFKC", norm_header(clean_cell(h)))
 
 
 def _alnum(s: str) -> str:
@@ -145,10 +156,11 @@ def _column_map(header: list[str], required: list[str]) -> dict[str, int] | None
     """Required column → index in the header (exact normalised name, else alphanumerics only)."""
     keys = [_header_key(h) for h in header]
     out: dict[str, int] = {}
-    for name in required:
+    for original in required:
+        name = unicodedata.normalize("NFKC", original)
         for i, k in enumerate(keys):
             if i not in out.values() and (k == name or (_alnum(k) and _alnum(k) == _alnum(name))):
-                out[name] = i
+                out[original] = i
                 break
         else:
             return None
@@ -231,10 +243,20 @@ class _Column:
         return 1.0 if self.norm[g] and strict_norm(cell) == self.norm[g] else 0.0
 
     def _date(self, cell: str, g: int, order: DateOrder, *, days: int) -> bool:
+        """Exact (``days`` = 0): the answer is at least as precise as the gold and equal at the
+        gold's precision. Near: every day the answer can mean is within ``days`` of the gold,
+        so "November 1933" answers 27 November 1933 exactly when a made-up "15 November 1933"
+        would, and inventing a day never pays more than saying what is known."""
         a, b = read_date(cell, order), self.date[g]
-        if a is None or b is None or a.precision < b.precision:
+        if a is None or b is None:
             return False
-        return abs((a.truncated(b.precision) - b.truncated(b.precision)).days) <= days
+        if a.precision >= b.precision:
+            return abs((a.truncated(b.precision) - b.truncated(b.precision)).days) <= days
+        if days == 0:
+            return False
+        first, last = a.span()
+        gold = b.truncated(b.precision)
+        return abs((first - gold).days) <= days and abs((last - gold).days) <= days
 
 
 class _Prepared:
@@ -324,23 +346,31 @@ def _bare_answer(text: str) -> str | None:
     return re.sub(r"^(final\s+)?answer\s*[:：]\s*", "", lines[-1], flags=re.I)
 
 
-def _choose(tables, required: list[str], keys: list[str]) -> list[list[str]] | None:
+def _cells(raw: list[str], cmap: dict[str, int], required: list[str]) -> list[str]:
+    return [raw[i] if i < len(raw) and len(raw[i]) <= MAX_CELL_CHARS else "" for i in (cmap[c] for c in required)]
+
+
+def _choose(tables, prep: _Prepared, single: bool) -> list[list[str]] | None:
     """Rows (cells in ``required`` order) of the answer table: the last table with the
-    required columns, preceded by earlier such tables while they share no key with it."""
+    required columns, preceded by earlier such tables while they share no key with it (a key
+    written alike, or one naming the same gold row); a single-answer task reads the last only."""
+    required = prep.required
     mapped = [(cmap, rows) for header, rows in tables if (cmap := _column_map(header, required)) is not None]
     if not mapped:
         return None
     parts: list[list[list[str]]] = []
-    seen_keys: set[tuple[str, ...]] = set()
-    key_at = [required.index(k) for k in keys]
+    seen: set = set()
     for cmap, raw in reversed(mapped):
-        rows = [[r[cmap[c]] if cmap[c] < len(r) else "" for c in required] for r in raw]
-        if len(mapped) > 1:
-            ks = {tuple(strict_norm(r[j]) for j in key_at) for r in rows}
-            if parts and ks & seen_keys:
+        rows = [_cells(r, cmap, required) for r in raw]
+        if len(mapped) > 1 and not single:
+            keys = {tuple(strict_norm(r[j]) for j in prep.key_at) for r in rows}
+            keys |= {prep.match(tuple(r), set(), "mdy") for r in rows} - {None}
+            if parts and keys & seen:
                 break  # a draft of what follows
-            seen_keys |= ks
+            seen |= keys
         parts.append(rows)
+        if single:
+            break
     return [r for part in reversed(parts) for r in part]
 
 
@@ -356,8 +386,15 @@ def _distinct(rows: list[list[str]]) -> list[tuple[str, ...]]:
 
 
 def score_strict(response: str, task: Task, *, limits: AnswerLimits | None = None) -> Scores:
-    """Strict scores of ``response`` against ``task``; never raises on any string."""
-    lim = limits or LIMITS
+    """Strict scores of ``response`` against ``task``; never raises on any string (a scorer
+    defect gives zeros and says so in ``msg``, so a training run is never stopped by one)."""
+    try:
+        return _score(response, task, limits or LIMITS)
+    except Exception as e:  # noqa: BLE001 - the reward must not stop a run; the message names the defect
+        return _zero(task, f"internal scorer error: {type(e).__name__}: {e}"[:300])
+
+
+def _score(response, task: Task, lim: AnswerLimits) -> Scores:
     if not isinstance(response, str):
         return _zero(task, "response is not a string")
     if len(response) > lim.max_chars:
@@ -366,20 +403,21 @@ def score_strict(response: str, task: Task, *, limits: AnswerLimits | None = Non
     required = [norm_header(c) for c in ev.required]
     keys = [norm_header(c) for c in ev.unique_columns if norm_header(c) in required] or required[:1]
     tables = find_tables(response)
-    raw = _choose(tables, required, keys)
+    prep = _prepared(task, required, keys)
+    single = task.kind == "deep"
+    raw = _choose(tables, prep, single)
     if raw is None:
         bare = _bare_answer(response) if len(required) == 1 and len(task.gold.rows) == 1 and not tables else None
         if not bare:
             what = "no Markdown table" if not tables else f"no table has the columns {required}"
             return _zero(task, what)
-        raw = [[bare]]
+        raw = [[bare if len(bare) <= MAX_CELL_CHARS else ""]]
     if len(raw) > lim.max_rows or len(raw) * len(required) > lim.max_cells:
         return _zero(task, f"answer table over the limits ({lim.max_rows:,} rows, {lim.max_cells:,} cells)")
     rows = _distinct(raw)
-    prep = _prepared(task, required, keys)
     order = _date_order(prep, rows)
     common = dict(instance_id=task.instance_id, mode="strict", judge=_judge_kind(prep))
-    if task.kind == "deep" and len(rows) > 1:
+    if single and len(rows) > 1:
         return _worst_candidate(prep, rows, order, common)
     tp_row, tp_item, matched = prep.tally(rows, order)
     return Scores.from_counts(
