@@ -52,8 +52,12 @@ def test_perfect_answer_ends_with_reward_one(env, tasks):
     obs, r, term, trunc, info = env.step(call("answer", text=tasks[0].answer))
     assert (obs, r, term, trunc) == ([], 1.0, True, False)
     assert info["scores"]["score"] == 1.0 and info["reason"] == "answer"
-    with pytest.raises(RuntimeError, match="reset"):
-        env.step(call("search", query="x"))
+    # a step after the end is an error observation, not an exception; the episode stays as it was
+    n = len(env.messages)
+    obs, r, term, trunc, info = env.step(call("search", query="x"))
+    assert obs[0]["content"].startswith("Error: the episode is over") and "reset()" in obs[0]["content"]
+    assert (r, term, trunc, info["reason"], len(env.messages)) == (0.0, True, False, "answer", n)
+    assert env.end("late") == 1.0 and env.reason == "answer"
 
 
 @pytest.mark.parametrize(

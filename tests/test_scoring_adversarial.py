@@ -472,3 +472,10 @@ def test_a_draft_with_keys_spelled_otherwise_is_still_a_draft(world, wide):
             row[j] = f"{row[j]} ({kind})"
             row[-1] = "unknown"
         assert score(table(task.headers, draft) + "\nFixed:\n" + task.answer, task).score == 1.0
+
+
+def test_answer_tags_read_the_last_complete_one():
+    task = make_task(["answer"], [["Acme Corp"]], aliases={"answer": [[]]}).model_copy(update={"kind": "deep"})
+    assert score("<answer>Borla</answer> no wait <ANSWER>Acme Corp</Answer>", task).score == 1.0
+    assert score("<answer>Acme Corp</answer> no wait <answer>Borla</answer>", task).score == 0.0
+    assert score("<answer>" * 100_000, task).score == 0.0  # unclosed tags: read once, not rescanned

@@ -8,7 +8,8 @@ Actions are tool calls in any of the forms :func:`fictionworld.env.tools.parse_a
 observations are the new messages (``tool`` messages for native calls, ``user`` messages for
 text-tag calls). The episode ends on ``answer`` (scored with the strict scorer: reward from
 :class:`RewardConfig`), or is truncated by the turn, context or time budget (scored on the last
-text the agent wrote, else 0).
+text the agent wrote, else 0). ``step`` never raises on an action: a malformed one, or one
+after the episode is over, comes back as an ``Error: …`` observation.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fictionworld.env.prompts import system_prompt
-from fictionworld.env.tools import TOOL_SETS, ToolCall, parse_action, tool_schemas
+from fictionworld.env.tools import TOOL_SETS, ToolCall, arg_limit, parse_action, short_repr, to_json, tool_schemas
 from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
+from fictionworld.web.text import valid_text
 from fictionworld.worldmodel.config import WorldModelConfig, use_world_model
 
-__all__ = ["SearchEnv", "EnvConfig", "StepRecord"]
+__all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER"]
+
+EPISODE_OVER = "Error: the episode is over; call reset() to start the next one."
 
 
 class EnvConfig(BaseModel):
@@ -75,6 +79,9 @@ class SearchEnv:
         self._system = system_prompt(names, text_tags=self.config.text_tags)
         self.task = None
         self.done = True
+        self.turn, self.reason, self.reward = 0, "", 0.0
+        self.answer: str | None = None
+        self.scores: Scores | None = None
 
     # -- episode ------------------------------------------------------------------------
     def reset(self, task, *, seed: int, step: int = 0, knobs: Knobs | None = None) -> tuple[list[dict], dict]:
@@ -103,12 +110,13 @@ class SearchEnv:
 
     def step(self, action) -> tuple[list[dict], float, bool, bool, dict]:
         if self.done:
-            raise RuntimeError("the episode is over: call reset() before step()")
+            return self._over()
         c = self.config
         self.turn += 1
         message, calls = parse_action(action, allowed=self._allowed, max_arg_chars=c.max_arg_chars, turn=self.turn)
         self._append(message)
         native = "tool_calls" in message
+        first_step = len(self.steps)
         obs: list[dict] = []
         answered = False
         for i, call in enumerate(calls):
@@ -117,7 +125,7 @@ class SearchEnv:
             text = self._run(call)
             if call.name == "answer" and call.error is None:
                 answered = True
-                self.answer = call.arguments["text"]
+                self.answer = valid_text(call.arguments["text"])
                 break
             obs.append(self._observation(call, text, native))
         terminated = answered
@@ -138,16 +146,17 @@ class SearchEnv:
         r = 0.0
         if terminated or truncated:
             r = self._finish()
-        info = {"turn": self.turn, "calls": [s.model_dump() for s in self.steps[-len(calls) :]] if calls else []}
+        info = {"turn": self.turn, "calls": [s.model_dump() for s in self.steps[first_step:]]}
         if self.done:
             info |= {"reason": self.reason, "scores": self.scores.model_dump(), "answer": self.answer}
         return obs, r, terminated, truncated, info
 
     def end(self, reason: str) -> float:
         """Ends the episode from outside (a wall-clock deadline, a failed agent): scored like a
-        truncation, on the last text the agent wrote. Returns the reward."""
+        truncation, on the last text the agent wrote. Returns the reward (an episode already
+        over keeps its reason and reward)."""
         if self.done:
-            raise RuntimeError("the episode is over: call reset() first")
+            return self.reward
         self.reason = reason
         return self._finish()
 
@@ -155,6 +164,14 @@ class SearchEnv:
         self.done = True
 
     # -- internals ----------------------------------------------------------------------
+    def _over(self) -> tuple[list[dict], float, bool, bool, dict]:
+        """A step after the episode ended (or before the first reset): an error observation, no
+        reward, the episode's end repeated, and nothing added to its messages."""
+        terminated = self.reason == "answer"
+        info = {"turn": self.turn, "calls": [], "error": EPISODE_OVER, "reason": self.reason,
+                "scores": self.scores.model_dump() if self.scores else None, "answer": self.answer}  # fmt: skip
+        return [{"role": "user", "content": EPISODE_OVER}], 0.0, terminated, not terminated, info
+
     def _append(self, message: dict) -> None:
         self.messages.append(message)
         n = len(message.get("content") or "")
@@ -171,9 +188,10 @@ class SearchEnv:
             text, ok = "", True
         elif call.name in ("search", "web_search"):
             queries = [call.arguments["query"]] if call.name == "search" else call.arguments["queries"]
+            page = call.arguments.get("page", 1) if call.name == "search" else 1  # web_search has no pages
             parts = []
             for q in queries:
-                res = self.session.search(q, None, call.arguments.get("page", 1))
+                res = self.session.search(q, None, page)
                 ok, fault = ok or res.ok, fault or res.fault
                 parts.append(res.text if len(queries) == 1 else f"## Results for {q!r}\n\n{res.text}")
             text = "\n\n".join(parts)
@@ -185,7 +203,7 @@ class SearchEnv:
         limit = self.config.max_observation_chars
         if len(text) > limit:
             text = text[:limit] + f"\n\n[… cut at {limit:,} characters]"
-        args = {k: (v if not isinstance(v, str) or len(v) <= 300 else v[:300] + "…") for k, v in call.arguments.items()}
+        args = _record_arguments(call.arguments)
         self.steps.append(StepRecord(turn=self.turn, tool=call.name, arguments=args, ok=ok,
                                      error=call.error, fault=fault, seconds=dt, chars=len(text)))  # fmt: skip
         return text
@@ -204,7 +222,10 @@ class SearchEnv:
             text = next((m["content"] for m in reversed(self.messages)
                          if m["role"] == "assistant" and m.get("content")), None)  # fmt: skip
             self.answer = text
-        if text:
+        limit = arg_limit("answer", self.config.max_arg_chars)
+        if text and len(text) > limit:  # as the answer tool would refuse it (and scoring stays cheap)
+            self.scores = Scores(instance_id=self.task.instance_id, msg=f"the answer is over {limit:,} characters")
+        elif text:
             self.scores = score_strict(text, self.task)
         else:
             self.scores = Scores(instance_id=self.task.instance_id, msg="no answer")
@@ -214,3 +235,19 @@ class SearchEnv:
     @property
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
+
+
+def _record_arguments(arguments: dict) -> dict:
+    """A call's arguments as a step records them: JSON-able, valid UTF-8, strings over 300
+    characters cut (an action may hold any value; the record must still be written)."""
+    return {valid_text(k) if isinstance(k, str) else short_repr(k): _record_value(v) for k, v in arguments.items()}
+
+
+def _record_value(v):
+    if isinstance(v, str):
+        return valid_text(v if len(v) <= 300 else v[:300] + "…")
+    if v is None or isinstance(v, bool | float) or (isinstance(v, int) and abs(v) < 10**18):
+        return v
+    if isinstance(v, list) and len(v) <= 20 and all(isinstance(x, str) for x in v):
+        return [_record_value(x) for x in v]
+    return _record_value(to_json(v))

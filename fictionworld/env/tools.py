@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["TOOLS", "TOOL_SETS", "ToolCall", "tool_schemas", "parse_action", "ToolSet", "MAX_QUERIES"]
+from fictionworld.web.text import valid_text
+
+__all__ = ["TOOLS", "TOOL_SETS", "ToolCall", "tool_schemas", "parse_action", "ToolSet", "MAX_QUERIES", "short_repr",
+           "to_json", "arg_limit"]  # fmt: skip
 
 ToolSet = Literal["basic", "agentworld", "all"]
 MAX_QUERIES = 5
@@ -107,11 +111,14 @@ class ToolCall:
 
     def message(self) -> dict:
         """The OpenAI ``tool_calls`` entry for this call."""
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.raw_arguments}}
+        args = valid_text(self.raw_arguments)
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": args}}
 
 
-_TAG = re.compile(r"<(search|open|answer)>(.*?)</\1>", re.S)
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_KEYS = {"search": "query", "open": "url", "answer": "text"}  # the argument a text tag fills
+_INT = re.compile(r"[0-9]{1,9}")
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 200
 
 
 def parse_action(action, *, allowed: tuple[str, ...], max_arg_chars: int, turn: int) -> tuple[dict, list[ToolCall]]:
@@ -121,63 +128,119 @@ def parse_action(action, *, allowed: tuple[str, ...], max_arg_chars: int, turn: 
     one tool call (``{"function": {"name", "arguments"}}`` or ``{"name", "arguments"}``); or a
     string. Text without tool calls is read for ``<tool_call>{json}</tool_call>`` blocks, then
     ``<search>``/``<open>``/``<answer>`` tags; text with none of them is the final answer.
+    Content given as OpenAI content parts is joined into one string. A message without tool
+    calls whose content is neither, or that has no content, is an error call. Never raises,
+    and takes time linear in the action's size; the message's strings are valid UTF-8 text (a
+    lone surrogate becomes U+FFFD there; the call's arguments keep it, for the tool to refuse).
     """
-    content: str | None = None
-    raw_calls: list = []
+    content, bad, raw_calls = None, None, []
     if isinstance(action, str):
         content = action
-    elif isinstance(action, dict) and ("tool_calls" in action or action.get("role") == "assistant"):
-        content = action.get("content")
-        raw_calls = action.get("tool_calls") or []
-        if not isinstance(raw_calls, list):
-            raw_calls = [raw_calls]
+    elif isinstance(action, dict) and ("tool_calls" in action or _is_assistant(action)):
+        (content, bad), raw_calls = _content(action.get("content")), _as_list(action.get("tool_calls"))
     elif isinstance(action, dict) and ("function" in action or "name" in action):
         raw_calls = [action]
     else:
         call = ToolCall(f"call_{turn}_0", "?", error=f"unreadable action of type {type(action).__name__}")
-        return {"role": "assistant", "content": str(action)[:200]}, [call]
-    if content is not None and not isinstance(content, str):
-        content = json.dumps(content) if not isinstance(content, list) else _text_parts(content)
+        return {"role": "assistant", "content": valid_text(short_repr(action))}, [call]
     calls = [_native(c, i, turn) for i, c in enumerate(raw_calls)]
-    if not calls and content is not None:
-        calls = _from_text(content, turn)
+    if not calls:
+        calls = _from_text(content, turn) if content is not None and bad is None else [_no_call(turn, bad)]
     for c in calls:
         if c.error is None:
             c.error = _check(c, allowed, max_arg_chars)
-    message: dict = {"role": "assistant", "content": content}
+    message: dict = {"role": "assistant", "content": None if content is None else valid_text(content)}
     if raw_calls:
         message["tool_calls"] = [c.message() for c in calls]
     return message, calls
 
 
-def _text_parts(parts: list) -> str:
-    return "".join(p.get("text", "") for p in parts if isinstance(p, dict))
+def short_repr(obj) -> str:
+    """A repr of at most a few hundred characters, for messages; never raises."""
+    try:
+        return _REPR.repr(obj)
+    except Exception:  # an int of over 4,300 digits, a broken __repr__: any object may come in an action
+        return f"<{type(obj).__name__}>"
+
+
+def to_json(obj) -> str:
+    """``obj`` as JSON text, else its short repr (not JSON-able, nested too deeply); never raises."""
+    try:
+        return json.dumps(obj, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return short_repr(obj)
+
+
+def _is_assistant(action: dict) -> bool:
+    role = action.get("role")
+    return isinstance(role, str) and role == "assistant"
+
+
+def _as_list(raw) -> list:
+    """``tool_calls`` as a list: none for a missing or empty value, one for anything else."""
+    if isinstance(raw, list):
+        return raw
+    if raw is None or (isinstance(raw, str | dict | tuple | int | float) and not raw):
+        return []
+    return list(raw) if isinstance(raw, tuple) else [raw]
+
+
+def _content(content) -> tuple[str | None, str | None]:
+    """A message's text, and why it is not text (None when it is): a string, or OpenAI content
+    parts (``{"type": "text", "text": "…"}``; parts without ``text``, an image, add nothing)."""
+    if content is None or isinstance(content, str):
+        return content, None
+    if isinstance(content, list):
+        texts = [_part_text(p) for p in content]
+        if all(t is not None for t in texts):
+            return "".join(t for t in texts if t), None
+    why = f"the message content must be a string or a list of text parts, not {_what(content)}"
+    return to_json(content), why
+
+
+def _part_text(part) -> str | None:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return None
+    text = part.get("text", "")
+    return text if isinstance(text, str) else None
+
+
+def _what(content) -> str:
+    if not isinstance(content, list):
+        return type(content).__name__
+    bad = next(p for p in content if _part_text(p) is None)
+    inner = f" with text of type {type(bad.get('text')).__name__}" if isinstance(bad, dict) else ""
+    return f"a list holding a part of type {type(bad).__name__}{inner}"
+
+
+def _no_call(turn: int, why: str | None) -> ToolCall:
+    return ToolCall(f"call_{turn}_0", "?", error=why or "empty action: no tool call and no text")
 
 
 def _native(raw, i: int, turn: int) -> ToolCall:
     cid = f"call_{turn}_{i}"
     if not isinstance(raw, dict):
         return ToolCall(cid, "?", error="a tool call must be an object with a function name and arguments")
-    cid = str(raw.get("id") or cid)
+    if isinstance(raw.get("id"), str) and raw["id"]:
+        cid = valid_text(raw["id"])
     fn = raw.get("function", raw)
-    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn.get("name"):
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(name, str) or not name:
         return ToolCall(cid, "?", error="tool call without a function name")
-    return _with_args(ToolCall(cid, fn["name"]), fn.get("arguments", {}))
+    return _with_args(ToolCall(cid, valid_text(name)), fn.get("arguments", {}))
 
 
 def _with_args(call: ToolCall, args) -> ToolCall:
     if isinstance(args, str):
         call.raw_arguments = args
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as e:
-            call.error = f"the arguments of {call.name} are not valid JSON ({e.msg} at character {e.pos})"
+        args, error = _loads(args) if args.strip() else ({}, None)
+        if error is not None:
+            call.error = f"the arguments of {call.name} are not valid JSON ({error})"
             return call
     else:
-        try:
-            call.raw_arguments = json.dumps(args, ensure_ascii=False)
-        except (TypeError, ValueError):
-            call.raw_arguments = str(args)[:1000]
+        call.raw_arguments = to_json(args)
     if not isinstance(args, dict):
         call.error = f"the arguments of {call.name} must be a JSON object, not {type(args).__name__}"
         return call
@@ -185,24 +248,66 @@ def _with_args(call: ToolCall, args) -> ToolCall:
     return call
 
 
+def _loads(text: str) -> tuple[object, str | None]:
+    """Parsed JSON and None, or None and why it is not JSON Python can read."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as e:
+        return None, f"{e.msg} at character {e.pos}"
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError:  # an integer of over 4,300 digits
+        return None, "a number too long"
+
+
 def _from_text(text: str, turn: int) -> list[ToolCall]:
-    blocks = _TOOL_CALL.findall(text)
+    blocks = _tool_call_blocks(text)
     if blocks:
         out = []
         for i, block in enumerate(blocks):
-            try:
-                obj = json.loads(block)
-            except json.JSONDecodeError as e:
+            obj, error = _loads(block)
+            if error is not None:
                 out.append(ToolCall(f"call_{turn}_{i}", "?", raw_arguments=block[:1000],
-                                    error=f"<tool_call> is not valid JSON ({e.msg})"))  # fmt: skip
+                                    error=f"<tool_call> is not valid JSON ({error})"))  # fmt: skip
                 continue
             out.append(_native(obj, i, turn))
         return out
-    tags = _TAG.findall(text)
+    tags = _tags(text)
     if tags:
-        key = {"search": "query", "open": "url", "answer": "text"}
-        return [_with_args(ToolCall(f"call_{turn}_{i}", n), {key[n]: v.strip()}) for i, (n, v) in enumerate(tags)]
+        return [_with_args(ToolCall(f"call_{turn}_{i}", n), {_KEYS[n]: v.strip()}) for i, (n, v) in enumerate(tags)]
     return [_with_args(ToolCall(f"call_{turn}_0", "answer"), {"text": text})]
+
+
+def _tool_call_blocks(text: str) -> list[str]:
+    """The stripped insides of ``<tool_call>…</tool_call>`` blocks, in linear time (a regex
+    ``<tool_call>\\s*(.*?)\\s*</tool_call>`` takes minutes on an unclosed tag and many spaces)."""
+    out, pos = [], 0
+    while (i := text.find("<tool_call>", pos)) >= 0:
+        j = text.find("</tool_call>", i + 11)
+        if j < 0:
+            break
+        out.append(text[i + 11 : j].strip())
+        pos = j + 12
+    return out
+
+
+def _tags(text: str) -> list[tuple[str, str]]:
+    """(tag, inside) of each ``<search>``/``<open>``/``<answer>`` tag closed by its own end tag,
+    left to right and not nested, in linear time: what ``<(search|open|answer)>(.*?)</\\1>``
+    finds, without its quadratic scans of unclosed tags."""
+    out: list[tuple[str, str]] = []
+    at = {n: text.find(f"<{n}>") for n in _KEYS}  # the next opening tag of each name, -1: none closes
+    while any(i >= 0 for i in at.values()):
+        i, n = min((i, n) for n, i in at.items() if i >= 0)
+        start = i + len(n) + 2
+        j = text.find(f"</{n}>", start)
+        if j < 0:  # no end tag after this one, so none after any later one either
+            at[n] = -1
+            continue
+        out.append((n, text[start:j]))
+        end = j + len(n) + 3
+        at = {m: (k if k < 0 or k >= end else text.find(f"<{m}>", end)) for m, k in at.items()}
+    return out
 
 
 def _check(call: ToolCall, allowed: tuple[str, ...], max_arg_chars: int) -> str | None:
@@ -215,8 +320,8 @@ def _check(call: ToolCall, allowed: tuple[str, ...], max_arg_chars: int) -> str 
                 return f"{call.name} needs the argument {arg!r}"
             continue
         v = call.arguments[arg]
-        if kind is int and isinstance(v, str) and v.strip().isdigit():
-            call.arguments[arg] = v = int(v)
+        if kind is int and isinstance(v, str) and _INT.fullmatch(v.strip()):
+            call.arguments[arg] = v = int(v.strip())
         if kind is list and isinstance(v, str):
             call.arguments[arg] = v = [v]
         if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
@@ -224,10 +329,16 @@ def _check(call: ToolCall, allowed: tuple[str, ...], max_arg_chars: int) -> str 
         if kind is list:
             if not v or len(v) > MAX_QUERIES or not all(isinstance(q, str) for q in v):
                 return f"{arg!r} must be a list of 1 to {MAX_QUERIES} strings"
-    limit = max_arg_chars if call.name != "answer" else 50 * max_arg_chars
+    limit = arg_limit(call.name, max_arg_chars)
     if len(call.raw_arguments) > limit:
         return f"the arguments of {call.name} are too long ({len(call.raw_arguments):,} characters; at most {limit:,})"
     return None
 
 
 _NAMES = {str: "a string", int: "an integer", list: "a list of strings"}
+
+
+def arg_limit(name: str, max_arg_chars: int) -> int:
+    """The longest arguments (as JSON text) a call of ``name`` may have: 50 × ``max_arg_chars``
+    for ``answer`` (a whole table), ``max_arg_chars`` for the others."""
+    return 50 * max_arg_chars if name == "answer" else max_arg_chars

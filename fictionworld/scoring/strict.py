@@ -61,7 +61,6 @@ __all__ = ["score_strict", "find_tables", "split_row", "AnswerLimits", "LIMITS"]
 
 _SEP_CELL = re.compile(r"^:?-{1,}:?$")
 _PIPE = re.compile(r"(?<!\\)\|")
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 _NUMERIC_DATE_HINT = re.compile(r"\d[/.\-]\d{1,2}[/.\-]\d{4}")
 
 
@@ -336,10 +335,18 @@ def _zero(task: Task, msg: str, **kw) -> Scores:
     return Scores(instance_id=task.instance_id, mode="strict", gold_rows=len(task.gold.rows), msg=msg, **kw)
 
 
+def _last_answer_tag(text: str) -> str | None:
+    """The content of the last ``<answer>…</answer>`` (linear: no pattern rescans the text)."""
+    low = text.lower()
+    end = low.rfind("</answer>")
+    start = low.rfind("<answer>", 0, end) if end != -1 else -1
+    return text[start + len("<answer>") : end] if start != -1 else None
+
+
 def _bare_answer(text: str) -> str | None:
-    m = _ANSWER_TAG.findall(text)
-    if m:
-        return m[-1].strip()
+    tagged = _last_answer_tag(text)
+    if tagged is not None:
+        return tagged.strip()
     lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
     if not lines:
         return None

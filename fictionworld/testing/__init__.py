@@ -1,1 +1,2 @@
-"""Test doubles that speak real protocols (no models): see :mod:`scripted_openai`."""
+"""Test doubles that speak real protocols (no models): see :mod:`scripted_openai`; and
+:mod:`env_fuzz`, nasty actions for ``SearchEnv`` from a seed (``benchmarks/fuzz_env.py``)."""

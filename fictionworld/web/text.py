@@ -8,7 +8,7 @@ from functools import lru_cache
 from fictionworld.dates import from_days
 from fictionworld.schema import ENTITY_TYPES
 
-__all__ = ["plain_text", "article_slug", "slug", "a_or_an", "date_of", "DTYPE"]
+__all__ = ["plain_text", "article_slug", "slug", "a_or_an", "date_of", "DTYPE", "valid_text", "first_surrogate"]
 
 DTYPE = {a.name: a.dtype for s in ENTITY_TYPES.values() for a in s.attributes}
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -26,6 +26,22 @@ def plain_text(markdown: str) -> str:
 
 def a_or_an(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def first_surrogate(text: str) -> int | None:
+    """Where ``text`` has a lone surrogate (a code point UTF-8 cannot encode), else None."""
+    if text.isascii():
+        return None
+    m = _SURROGATE.search(text)
+    return m.start() if m else None
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so that it encodes as UTF-8."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 _NON_WORD = re.compile(r"[^\w]+")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from fictionworld.web.linker import EntityLinker, Link, words
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
 from fictionworld.web.pages import LAYERS, Page, PageNotFound, PageTable, SearchResult, WebError
 from fictionworld.web.render import RENDERER, plain_text, render_pages
+from fictionworld.web.text import first_surrogate
 
 __all__ = ["Web", "WebSession", "ToolResult", "format_results", "WEB_FORMAT", "MAX_QUERY_CHARS"]
 
@@ -158,10 +160,7 @@ class Web:
         """The best ``n`` visible pages for ``query``: linked entities' articles first, then
         BM25 (title boosted); ties by page row."""
         knobs = knobs or self.knobs
-        if not isinstance(query, str) or not query.strip():
-            raise WebError("empty query: give some words to search for")
-        if len(query) > MAX_QUERY_CHARS:
-            raise WebError(f"query too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
+        _check_query(query)
         ix = self.index
         tokens = ix.analyze(query)
         # A word on many pages is a real word, not a misspelt name: skip the fuzzy path for it.
@@ -195,10 +194,10 @@ class Web:
         """Ranked results ``page`` (1-based) of ``k`` each (default: the knobs' results_per_page)."""
         knobs = knobs or self.knobs
         k = knobs.results_per_page if k is None else k
-        if not isinstance(k, int) or not 1 <= k <= 100:
-            raise WebError(f"k must be between 1 and 100, not {k!r}")
-        if not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
-            raise WebError(f"page must be between 1 and {MAX_PAGE}, not {page!r}")
+        if not _int_in(k, 1, 100):
+            raise WebError(f"k must be between 1 and 100, not {_show(k)}")
+        if not _int_in(page, 1, MAX_PAGE):
+            raise WebError(f"page must be between 1 and {MAX_PAGE}, not {_show(page)}")
         hits = self.hits(query, k * page, knobs)[(page - 1) * k :]
         return self.model.render_results(self, query, hits, knobs)
 
@@ -225,21 +224,53 @@ class Web:
         return WebSession(self, knobs or self.knobs, seed)
 
 
+def _check_query(query: str) -> None:
+    """WebError unless ``query`` is a non-blank string of at most MAX_QUERY_CHARS valid characters."""
+    if not isinstance(query, str) or not query.strip():
+        raise WebError("empty query: give some words to search for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise WebError(f"query too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
+    at = first_surrogate(query)
+    if at is not None:
+        raise WebError(f"the query is not valid text (a lone surrogate U+{ord(query[at]):04X} at character {at})")
+
+
+def _int_in(v, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _show(v) -> str:
+    """A short repr for an error message (an int of over 4,300 digits has none)."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**12:
+        return "a number that large"
+    return repr(v)[:80] if isinstance(v, int | float | str | None) else type(v).__name__
+
+
+_URL_BAD_CHAR = re.compile(r"[\x00-\x20\x7f\ud800-\udfff]|\s")
+_PAGE_NUMBER = re.compile(r"[0-9]{1,6}")
+_HOST = re.compile(r"[\w-]+(?:\.[\w-]+)+(?::[0-9]{1,5})?")  # a dotted name, perhaps a port: no IP literal, no user@
+
+
 def _parse_url(url: str) -> tuple[str, int]:
     if not isinstance(url, str) or not url.strip():
         raise WebError("empty URL: give the full address of a page (https://…)")
     url = url.strip()
-    if len(url) > 2_000 or any(c.isspace() for c in url):
-        raise WebError(f"malformed URL {url[:80]!r}: no spaces, at most 2,000 characters")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or "." not in parts.netloc:
-        raise WebError(f"malformed URL {url[:80]!r}: expected http(s)://host/path")
+    if len(url) > 2_000 or _URL_BAD_CHAR.search(url):
+        raise WebError(
+            f"malformed URL {url[:80]!r}: no spaces, control characters or lone surrogates, at most 2,000 characters"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # "https://[::1": an unclosed IPv6 bracket, a netloc NFKC-normalising to "/", …
+        raise WebError(f"malformed URL {url[:80]!r}: {str(e)[:80]}") from None
+    if parts.scheme not in ("http", "https") or not _HOST.fullmatch(parts.netloc):
+        raise WebError(f"malformed URL {url[:80]!r}: expected http(s)://host.name/path")
     number = 1
     if parts.query:
         q = dict(x.split("=", 1) for x in parts.query.split("&") if "=" in x)
         if "page" in q:
-            if not q["page"].isdigit() or not 1 <= int(q["page"]) <= 100_000:
-                raise WebError(f"malformed URL {url[:80]!r}: page must be a positive number")
+            if not _PAGE_NUMBER.fullmatch(q["page"]) or not 1 <= int(q["page"]) <= 100_000:
+                raise WebError(f"malformed URL {url[:80]!r}: page must be a number from 1 to 100,000")
             number = int(q["page"])
     path = unquote(parts.path).rstrip("/")
     return f"https://{parts.netloc.lower()}{path}", number
