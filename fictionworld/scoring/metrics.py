@@ -113,18 +113,16 @@ _SPECIAL = frozenset("*_`[<~\"'“”‘’«»\\【")
 
 
 def short_cache(maxsize: int = 1 << 16, longest: int = 256):
-    """``lru_cache`` for functions of a string that keeps only strings of up to ``longest``
-    characters: cells repeat across the rollouts of a task, long junk does not and would only
-    fill memory."""
+    """``lru_cache`` for functions of a string (and positional arguments) that keeps only strings
+    of up to ``longest`` characters: cells repeat across the rollouts of a task, long junk does
+    not and would only fill memory."""
 
     def wrap(f):
         cached = lru_cache(maxsize=maxsize)(f)
 
         @wraps(f)
-        def call(s, *args, **kwargs):
-            if isinstance(s, str) and len(s) <= longest:
-                return cached(s, *args, **kwargs)
-            return f(s, *args, **kwargs)
+        def call(s, *args):
+            return cached(s, *args) if s.__class__ is str and len(s) <= longest else f(s, *args)
 
         call.cache_clear = cached.cache_clear
         call.cache_info = cached.cache_info
@@ -134,7 +132,7 @@ def short_cache(maxsize: int = 1 << 16, longest: int = 256):
 
 
 @short_cache()
-def clean_cell(s: str, *, keep_urls: bool = False) -> str:
+def clean_cell(s: str, keep_urls: bool = False) -> str:
     """A cell without Markdown or inline HTML: links become their text (or text and URL),
     bold/italic (``**``, ``*``, ``__``, ``_``, ``<b>``, ``<i>``, ``<em>``, ``<strong>``…) and code
     marks, Markdown escapes and ``<br>`` go; struck-out text (``~~…~~``, ``<s>``, ``<del>``) and
@@ -180,7 +178,7 @@ _HOST_END = re.compile(r"[/?#\\]")
 def strict_hosts(s: str) -> frozenset[str]:
     """Host names of the URLs (or bare domains) in a cell, lower case, without "www." or port."""
     out = set()
-    for u in _URL.findall(clean_cell(s, keep_urls=True)):
+    for u in _URL.findall(clean_cell(s, True)):
         host = _HOST_END.split(u.split("://", 1)[-1], 1)[0].rsplit("@", 1)[-1]
         host = host.split(":", 1)[0].rstrip(".,;:").lower()
         if host.startswith("www."):

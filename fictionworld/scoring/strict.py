@@ -178,7 +178,8 @@ class _Column:
         m, pre, none = set(self.metrics), set(self.pre), [None] * len(gold)
         if self.names:
             self.forms = [name_forms([g, *(aliases[i] if i < len(aliases) else ())]) for i, g in enumerate(gold)]
-        self.norm = [strict_norm(g) for g in gold]
+        plain = not self.names and bool(m - {"number_near", "date_near", "url_match", "llm_judge"})
+        self.norm = [strict_norm(g) for g in gold] if plain else none  # compared as normalised text
         numbers = "number_near" in m or ("exact_match" in m and "extract_number" in pre)
         self.number = [read_number(g) for g in gold] if numbers else none
         dates = "date_near" in m or ("exact_match" in m and "norm_date" in pre)
