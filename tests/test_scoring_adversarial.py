@@ -290,6 +290,8 @@ def test_hedged_numbers_score_like_the_wrong_value(wide):
 def test_one_number_stated_twice_is_one_value():
     for cell in ["1,200 (1.2 thousand)", "1200 employees", "$1,200", "1,200 as of March 2019", "1,200 (as of 2019)"]:
         assert read_number(cell) == 1200.0, cell
+    for cell in ["121 747", "121\u202f747", "1,21,747", "121,747"]:  # SI spaces, Indian grouping
+        assert read_number(cell) == 121747.0, cell
     for cell in ["14 or 15", "14 (or 28)", "12–15", "1,200 (2019)", "COVID-19: 300"]:
         assert read_number(cell) is None, cell
 

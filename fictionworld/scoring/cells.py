@@ -46,7 +46,8 @@ DateOrder = Literal["dmy", "mdy", "none"]
 
 # -- numbers ---------------------------------------------------------------------------------
 _NUM = re.compile(
-    r"(?<![\w.])(?P<sign>[-−](?=[\d$]))?(?:US)?\$?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?"
+    r"(?<![\w.])(?P<sign>[-−](?=[\d$]))?(?:US)?\$?"
+    r"(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?![\d,.])|\d{1,2}(?:,\d{2})+,\d{3}(?!\d)|\d+)(?P<frac>\.\d+)?"
     r"(?:\s*(?P<mag>thousand|million|billion|trillion)\b)?\s*(?P<pct>%)?",
     re.IGNORECASE,
 )
@@ -55,7 +56,7 @@ _AS_OF = re.compile(r"\(?\bas of\b[^()]{0,100}\)?", re.IGNORECASE)
 
 
 def _number(m: re.Match) -> float:
-    v = float(m.group("int").replace(",", "") + (m.group("frac") or ""))
+    v = float(m.group("int").replace(",", "").replace(" ", "") + (m.group("frac") or ""))
     if m.group("mag"):
         v *= _MAG[m.group("mag").lower()]
     if m.group("sign"):
