@@ -27,6 +27,11 @@ _PROJECT_PACKAGES = ("fictionworld", "rollout", "generators")
 # the command-line framework's own signals and usage errors (typer reports those itself)
 _CLI_SIGNALS = (typer.Exit, typer.Abort, *[c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"])
 
+# typer may ship its own copy of click: take its exception classes from typer itself
+_click_exceptions = sys.modules[typer.BadParameter.__module__]
+_ClickException = _click_exceptions.ClickException
+_NoArgsIsHelp = getattr(_click_exceptions, "NoArgsIsHelpError", None)
+
 out = Console()
 err = Console(stderr=True)
 
@@ -91,6 +96,26 @@ class _Guarded(TyperGroup):
         if empty:
             _fail(empty)
         return super().parse_args(ctx, args)
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        """Usage errors (a bad option value, a missing argument) as one ``error:`` line and a hint,
+        like every other error, instead of the framework's box."""
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except _ClickException as e:
+            if _NoArgsIsHelp is not None and isinstance(e, _NoArgsIsHelp):
+                e.show()
+                sys.exit(e.exit_code)
+            _error_lines(e.format_message().splitlines() or [type(e).__name__])
+            if getattr(e, "ctx", None) is not None:
+                err.print(f"Try '{e.ctx.command_path} --help' for help.", highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            _error_lines(["aborted"])
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx):
         try:
