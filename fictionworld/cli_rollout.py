@@ -10,21 +10,21 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fictionworld.cli import (
+from fictionworld.cli_common import (
     MAX_TASKS,
     KnobOption,
     WorldModelOption,
-    _check_output,
-    _entities_option,
-    _fail,
-    _knobs,
-    _positive,
-    _probability,
-    _url,
-    _world_model_config,
     app,
+    check_output,
+    entities_option,
     err,
+    fail,
+    http_url,
     out,
+    parse_knobs,
+    positive,
+    probability,
+    world_model_config,
 )
 
 MAX_SAMPLES = 1_000  # episodes per task (a GRPO group) and training iterations: beyond is a typo
@@ -45,21 +45,21 @@ def _refuse_unused(agent: str, world_model: str, llm: dict, wm_url: str | None, 
         if given:
             names = ", ".join("--" + k.replace("_", "-") for k in given)
             also = " (or --world-model sglang)" if {"base_url", "model"} & set(given) else ""
-            _fail(f"{names}: only for --agent openai{also}, not --agent {agent}")
+            fail(f"{names}: only for --agent openai{also}, not --agent {agent}")
     if world_model == "template":
         given = [n for n, v in (("--world-model-url", wm_url), ("--world-model-name", wm_name)) if v is not None]
         given += ["--world-model-api"] if wm_api != "chat" else []
         if given:
-            _fail(f"{', '.join(given)}: only for --world-model sglang")
+            fail(f"{', '.join(given)}: only for --world-model sglang")
 
 
 def _agent_config(agent: str, config: str | None, **llm) -> dict:
     try:
         cfg = json.loads(config) if config else {}
     except json.JSONDecodeError as e:
-        _fail(f"--agent-config is not valid JSON ({e.msg})")
+        fail(f"--agent-config is not valid JSON ({e.msg})")
     if not isinstance(cfg, dict):
-        _fail("--agent-config must be a JSON object")
+        fail("--agent-config must be a JSON object")
     if agent == "openai":
         cfg = {k: v for k, v in llm.items() if v is not None} | cfg
     return cfg
@@ -106,7 +106,7 @@ def rollout(
     ] = 0,
     limit: Annotated[int | None, typer.Option(help="Use only the first N tasks (N >= 1).", min=1)] = None,
     timeout: Annotated[
-        float, typer.Option(help="Seconds per episode before it is truncated (> 0).", callback=_positive)
+        float, typer.Option(help="Seconds per episode before it is truncated (> 0).", callback=positive)
     ] = 600.0,
     address: Annotated[str | None, typer.Option(help="Ray cluster address ('auto'); default: a local one.")] = None,
     tools: Annotated[str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, all.")] = "basic",
@@ -117,13 +117,13 @@ def rollout(
     knob: KnobOption = None,
     agent_config: Annotated[str | None, typer.Option(help="Agent settings as a JSON object.")] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="openai agent: endpoint, e.g. http://127.0.0.1:30000/v1", callback=_url)
+        str | None, typer.Option(help="openai agent: endpoint, e.g. http://127.0.0.1:30000/v1", callback=http_url)
     ] = None,
     model: Annotated[str | None, typer.Option(help="openai agent: model name.")] = None,
     tool_mode: Annotated[str | None, typer.Option(help="openai agent: native or tags.")] = None,
     temperature: Annotated[float | None, typer.Option(help="openai agent: sampling temperature (>= 0).", min=0)] = None,
     top_p: Annotated[
-        float | None, typer.Option(help="openai agent: nucleus sampling (> 0, <= 1).", callback=_probability)
+        float | None, typer.Option(help="openai agent: nucleus sampling (> 0, <= 1).", callback=probability)
     ] = None,
     top_k: Annotated[
         int | None, typer.Option(help="openai agent: top-k, -1 (off) or >= 1 (SGLang extra_body).", callback=_top_k)
@@ -132,7 +132,7 @@ def rollout(
     world_model: WorldModelOption = "template",
     world_model_url: Annotated[
         str | None,
-        typer.Option(help="sglang world model: its server (default: --base-url, the agent's).", callback=_url),
+        typer.Option(help="sglang world model: its server (default: --base-url, the agent's).", callback=http_url),
     ] = None,
     world_model_name: Annotated[
         str | None, typer.Option(help="sglang world model: model name (default: --model).")
@@ -152,34 +152,34 @@ def rollout(
            "top_p": top_p, "top_k": top_k}  # fmt: skip
     _refuse_unused(agent, world_model, llm, world_model_url, world_model_name, world_model_api)
     if tools not in ("basic", "agentworld", "all"):
-        _fail(f"--tools must be basic, agentworld or all, not {tools!r}")
-    env_config: dict = {"tools": tools, "knobs": _knobs(knob).model_dump(mode="json") if knob else None,
+        fail(f"--tools must be basic, agentworld or all, not {tools!r}")
+    env_config: dict = {"tools": tools, "knobs": parse_knobs(knob).model_dump(mode="json") if knob else None,
                         "max_turns": max_turns, "max_context_chars": max_context_chars}  # fmt: skip
     env_config = {k: v for k, v in env_config.items() if v is not None}
     if world_model != "template":
-        wm = _world_model_config(world_model, world_model_url or base_url, world_model_name or model or "default",
+        wm = world_model_config(world_model, world_model_url or base_url, world_model_name or model or "default",
                                  world_model_api)  # fmt: skip
         env_config["world_model"] = wm.model_dump(mode="json")
     cfg = _agent_config(agent, agent_config, **llm)
     try:
         check_setup(path, agent, cfg, env_config)  # in the driver: nothing starts on a bad world or agent
     except (WorldFormatError, SetupError) as e:
-        _fail(str(e))
+        fail(str(e))
     try:
         tasks = read_tasks(tasks_path)[:limit]
     except TaskError as e:
-        _fail(str(e))
+        fail(str(e))
     if not tasks:
-        _fail(f"{tasks_path}: no tasks")
-    _check_output(run_dir, directory=True)
+        fail(f"{tasks_path}: no tasks")
+    check_output(run_dir, directory=True)
     try:
         res = run_rollouts(path, make_jobs(tasks, samples, seed), agent=agent, agent_config=cfg,
                            env_config=env_config, workers=workers, out=run_dir, timeout=timeout,
                            address=address, progress=not as_json)  # fmt: skip
     except (RunError, WorldFormatError, SetupError) as e:
-        _fail(str(e))
+        fail(str(e))
     except RuntimeError as e:
-        _fail(f"{e} (finished episodes are kept in {run_dir / 'episodes.jsonl'}; rerun to resume)", 1)
+        fail(f"{e} (finished episodes are kept in {run_dir / 'episodes.jsonl'}; rerun to resume)", 1)
     export_parquet(res.records, run_dir / "episodes.parquet")
     summary = res.summary(samples)
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
@@ -202,14 +202,14 @@ def export(
     from rollout.records import export_parquet, read_episodes
 
     if scale not in ("std", "none"):
-        _fail(f"--scale must be std or none, not {scale!r}")
+        fail(f"--scale must be std or none, not {scale!r}")
     if not run_dir.is_dir():
-        _fail(f"{run_dir}: " + ("no such directory" if not run_dir.exists() else "not a run directory (a file)"))
+        fail(f"{run_dir}: " + ("no such directory" if not run_dir.exists() else "not a run directory (a file)"))
     if parquet is not None:
-        _check_output(parquet)
+        check_output(parquet)
     records, bad = read_episodes(run_dir / "episodes.jsonl")
     if not records:
-        _fail(f"{run_dir}: no episodes" + (f" ({bad} unreadable lines)" if bad else ""))
+        fail(f"{run_dir}: no episodes" + (f" ({bad} unreadable lines)" if bad else ""))
     p = export_parquet(records, parquet or run_dir / "episodes.parquet", scale=scale)
     out.print(
         f"{len({r['episode'] for r in records})} episodes → {p}" + (f" ({bad} unreadable lines skipped)" if bad else "")
@@ -236,7 +236,7 @@ def _world_for_demo(directory: Path, seed: int, entities: int, force: bool):
 def demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and runs go.")] = Path("demo"),
     seed: Annotated[int, typer.Option(help="World seed (>= 0).", min=0)] = 7,
-    entities: Annotated[int, _entities_option("World size")] = 3000,
+    entities: Annotated[int, entities_option("World size")] = 3000,
     n: Annotated[
         int, typer.Option("--tasks", help=f"Tasks (half wide, half deep), 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)
     ] = 20,
@@ -251,7 +251,7 @@ def demo(
     from rollout.pool import make_jobs, run_rollouts
     from rollout.records import RunError
 
-    _check_output(directory, "--dir", directory=True)
+    check_output(directory, "--dir", directory=True)
     t0 = time.perf_counter()
     with out.status("generating the world…"):
         world, fresh = _world_for_demo(directory / "world", seed, entities, force)
@@ -270,7 +270,7 @@ def demo(
         try:
             res = run_rollouts(directory / "world", make_jobs(tasks, 1, seed), agent=agent, workers=workers, out=run)
         except RunError as e:
-            _fail(f"{e} (or rerun with --force to start the demo over)")
+            fail(f"{e} (or rerun with --force to start the demo over)")
         for kind in ("wide", "deep"):
             rows.append(_row(f"{agent} ({kind})", [r for r in res.records if r.get("task_kind") == kind]))
         rows.append(_row(f"{agent} (all)", res.records))
@@ -282,7 +282,7 @@ def demo(
 def train_demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and results go.")] = Path("demo"),
     seed: Annotated[int, typer.Option(help="World seed, >= 0 (tasks and policy seeds derive from it).", min=0)] = 7,
-    entities: Annotated[int, _entities_option("World size")] = 3000,
+    entities: Annotated[int, entities_option("World size")] = 3000,
     train: Annotated[int, typer.Option(help=f"Training tasks, 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)] = 40,
     heldout: Annotated[
         int, typer.Option(help=f"Held-out tasks (another task seed), 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)
@@ -296,14 +296,14 @@ def train_demo(
             help=f"Episodes per task per iteration (GRPO group size), 2 to {MAX_SAMPLES:,}.", min=2, max=MAX_SAMPLES
         ),
     ] = 8,
-    lr: Annotated[float, typer.Option(help="Learning rate on the policy's logits (> 0).", callback=_positive)] = 2.0,
+    lr: Annotated[float, typer.Option(help="Learning rate on the policy's logits (> 0).", callback=positive)] = 2.0,
     workers: Annotated[int, typer.Option(help="Ray actors (>= 1).", min=1)] = 2,
 ) -> None:
     """Train a small search-strategy policy with GRPO on Ray rollout rewards; plot its curve."""
     from fictionworld.tasks.generate import generate_tasks
     from rollout.train import plot_curve, save_result, train_policy
 
-    _check_output(directory, "--dir", directory=True)
+    check_output(directory, "--dir", directory=True)
     with out.status("generating the world…"):
         world, _ = _world_for_demo(directory / "world", seed, entities, False)
     train_tasks = generate_tasks(world, train, kind="mixed", seed=seed + 1)

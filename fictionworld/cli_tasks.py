@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fictionworld.cli import MAX_TASKS, _check_output, _fail, _load, _url, _warn, app, err, out
+from fictionworld.cli_common import MAX_TASKS, app, check_output, err, fail, http_url, load_world_dir, out, warn
 
 MAX_TRIALS = 1_000  # trials per task that `score` reads
 
@@ -26,7 +26,7 @@ def _task_knobs(**values):
     try:
         return TaskKnobs(**values)
     except ValidationError as exc:
-        _fail("\n".join(problem_lines(exc, label=lambda field: "--" + field.replace("_", "-"))))
+        fail("\n".join(problem_lines(exc, label=lambda field: "--" + field.replace("_", "-"))))
 
 
 @app.command()
@@ -52,14 +52,14 @@ def tasks(
     from fictionworld.tasks.model import write_tasks
 
     if kind not in ("wide", "deep", "mixed"):
-        _fail(f"--kind must be wide, deep or mixed, not {kind!r}")
+        fail(f"--kind must be wide, deep or mixed, not {kind!r}")
     knobs = _task_knobs(
         rows_min=rows_min, rows_max=rows_max, columns=columns, hops=hops, selectivity=selectivity, clues=clues
     )
-    _check_output(out_path)
+    check_output(out_path)
     if widesearch is not None:
-        _check_output(widesearch, "--widesearch", directory=True)
-    world = _load(path)
+        check_output(widesearch, "--widesearch", directory=True)
+    world = load_world_dir(path)
     with Progress(
         TextColumn("tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
     ) as progress:
@@ -69,9 +69,9 @@ def tasks(
                 world, n, kind=kind, seed=seed, knobs=knobs, progress=lambda k: progress.update(bar, completed=k)
             )
         except TaskGenerationError as exc:
-            _fail(str(exc), 1)
+            fail(str(exc), 1)
     if not made:  # generate_tasks makes n >= 1 tasks or raises; never write an empty file
-        _fail("no tasks were made", 1)
+        fail("no tasks were made", 1)
     write_tasks(made, out_path)
     if widesearch is not None:
         export_widesearch(made, widesearch)
@@ -90,12 +90,12 @@ def _some(ids, limit: int = 5) -> str:
 def _check_score_paths(tasks_path: Path, responses: Path, gold_dir: Path | None, out_path: Path) -> None:
     if not tasks_path.is_file():
         what = "is a directory; give the tasks file" if tasks_path.is_dir() else "no such file"
-        _fail(f"--tasks {tasks_path}: {what}")
+        fail(f"--tasks {tasks_path}: {what}")
     if not responses.exists():
-        _fail(f"--responses {responses}: no such file or directory")
+        fail(f"--responses {responses}: no such file or directory")
     if gold_dir is not None:
         _check_gold_dir(gold_dir, tasks_path)
-    _check_output(out_path)
+    check_output(out_path)
 
 
 def _score_tasks(tasks_path: Path, gold_dir: Path | None) -> list:
@@ -106,20 +106,20 @@ def _score_tasks(tasks_path: Path, gold_dir: Path | None) -> list:
     try:
         task_list, skipped = load_tasks(tasks_path, gold_dir)
     except TaskError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except UnicodeDecodeError:
-        _fail(f"{tasks_path}: not a text file (UTF-8)")
+        fail(f"{tasks_path}: not a text file (UTF-8)")
     for s in skipped:
         err.print(f"skipped {s}", highlight=False)
     if not task_list:
-        _fail(f"{tasks_path}: no tasks to score" + (f" ({len(skipped)} skipped)" if skipped else ""))
+        fail(f"{tasks_path}: no tasks to score" + (f" ({len(skipped)} skipped)" if skipped else ""))
     return task_list
 
 
 def _check_gold_dir(gold_dir: Path, tasks_path: Path) -> None:
     """``--gold-dir`` must be a directory, and only goes with official tasks (ours carry their gold)."""
     if not gold_dir.is_dir():
-        _fail(f"--gold-dir {gold_dir}: " + ("is not a directory" if gold_dir.exists() else "no such directory"))
+        fail(f"--gold-dir {gold_dir}: " + ("is not a directory" if gold_dir.exists() else "no such directory"))
     try:
         with tasks_path.open(encoding="utf-8") as fh:
             first = next((line for line in fh if line.strip()), "")
@@ -127,7 +127,7 @@ def _check_gold_dir(gold_dir: Path, tasks_path: Path) -> None:
     except (OSError, UnicodeDecodeError, ValueError):
         return  # reading the tasks file says what is wrong with it
     if ours:
-        _fail(
+        fail(
             f"--gold-dir: {tasks_path} holds tasks with their gold tables; --gold-dir is for an official widesearch.jsonl"
         )
 
@@ -138,30 +138,30 @@ def _responses(path: Path, task_ids: list[str], trials: int) -> dict[str, dict[i
     from fictionworld.scoring.io import ResponseError, load_responses
 
     if path.is_dir() and not any(path.glob("*_response.jsonl")):
-        _fail(f"--responses {path}: no response files (*_response.jsonl) in this directory")
+        fail(f"--responses {path}: no response files (*_response.jsonl) in this directory")
     try:
         found = load_responses(path, task_ids)
     except ResponseError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except UnicodeDecodeError:
-        _fail(f"--responses {path}: not a text file (UTF-8)")
+        fail(f"--responses {path}: not a text file (UTF-8)")
     if not found and not path.is_dir():
-        _fail(f"--responses {path}: no responses in this file")
+        fail(f"--responses {path}: no responses in this file")
     missing = [i for i in task_ids if i not in found]
     if len(missing) == len(task_ids):
-        _fail(
+        fail(
             f"no response matches a task: the tasks are {_some(task_ids)}"
             + (f"; the responses answer {_some(sorted(found))}" if found else "")
             + " (wrong --tasks or --responses?)"
         )
     if missing:
-        _warn(f"{len(missing)} of {len(task_ids)} tasks have no response and score 0: {_some(missing)}")
+        warn(f"{len(missing)} of {len(task_ids)} tasks have no response and score 0: {_some(missing)}")
     unknown = sorted(set(found) - set(task_ids))
     if unknown:
-        _warn(f"{len(unknown)} responses answer no task in the tasks file and are ignored: {_some(unknown)}")
+        warn(f"{len(unknown)} responses answer no task in the tasks file and are ignored: {_some(unknown)}")
     late = sorted({t for i in task_ids for t in found.get(i, {}) if not 0 <= t < trials})
     if late:
-        _warn(f"responses to trials {_some(late)} are ignored (--trials {trials} scores trials 0 to {trials - 1})")
+        warn(f"responses to trials {_some(late)} are ignored (--trials {trials} scores trials 0 to {trials - 1})")
     return found
 
 
@@ -180,7 +180,7 @@ def score(
         ),
     ] = 1,
     judge_base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible judge endpoint (compat).", callback=_url)
+        str | None, typer.Option(help="OpenAI-compatible judge endpoint (compat).", callback=http_url)
     ] = None,
     judge_model: Annotated[str, typer.Option(help="Judge model name.")] = "gpt-4.1",
     today: Annotated[str | None, typer.Option(help="Date compat's date parsing is relative to (YYYY-MM-DD).")] = None,
@@ -194,15 +194,15 @@ def score(
     from fictionworld.scoring import score as score_one
 
     if mode not in ("strict", "compat"):
-        _fail(f"--mode must be strict or compat, not {mode!r}")
+        fail(f"--mode must be strict or compat, not {mode!r}")
     ref = None
     if today:
         try:
             ref = dt.date.fromisoformat(today)
         except ValueError:
-            _fail(f"--today {today!r} is not YYYY-MM-DD")
+            fail(f"--today {today!r} is not YYYY-MM-DD")
     if mode == "strict" and (judge_base_url or today):
-        _warn("--judge-base-url and --today apply to --mode compat only; the strict scorer ignores them")
+        warn("--judge-base-url and --today apply to --mode compat only; the strict scorer ignores them")
     _check_score_paths(tasks_path, responses, gold_dir, out_path)
     task_list = _score_tasks(tasks_path, gold_dir)
     found = _responses(responses, [t.instance_id for t in task_list], trials)

@@ -10,19 +10,19 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fictionworld.cli import (
+from fictionworld.cli_common import (
     ApiOption,
     BaseUrlOption,
     ModelOption,
     WorldModelOption,
-    _fail,
-    _positive,
-    _serve_with,
-    _web,
-    _world_model_config,
     app,
     err,
+    fail,
     out,
+    positive,
+    saved_web,
+    serve_with,
+    world_model_config,
 )
 
 _LABELS = {
@@ -54,7 +54,7 @@ def fidelity(
     ] = 200,
     searches: Annotated[int | None, typer.Option(help="Result lists to render (default n/4).", min=0)] = None,
     seed: Annotated[int, typer.Option(help="Sample seed (>= 0).", min=0)] = 0,
-    timeout: Annotated[float, typer.Option(help="Seconds per LLM call (> 0).", callback=_positive)] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per LLM call (> 0).", callback=positive)] = 60.0,
     concurrency: Annotated[int, typer.Option(help="LLM requests in flight at most.", min=1)] = 8,
     write_cache: Annotated[bool, typer.Option(help="Keep the renders in the world's cache.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -64,17 +64,17 @@ def fidelity(
     the template renderer itself (it must pass 100 %)."""
     from fictionworld.worldmodel.fidelity import fidelity as run
 
-    config = _world_model_config(world_model, base_url, model, api, timeout=timeout, max_concurrency=concurrency)
-    web = _web(path)
+    config = world_model_config(world_model, base_url, model, api, timeout=timeout, max_concurrency=concurrency)
+    web = saved_web(path)
     if config.kind == "sglang":
-        _serve_with(web, config)
+        serve_with(web, config)
     with Progress(TextColumn("fidelity"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                   disable=as_json) as bar:  # fmt: skip
         task = bar.add_task("pages", total=min(n, len(web.pages)))
         summary = run(web, config, n=n, searches=searches, seed=seed, write_cache=write_cache,
                       progress=lambda k: bar.advance(task, k))  # fmt: skip
     if config.kind == "sglang" and not summary.get("rendered"):
-        _fail(f"nothing was rendered: the world model server at {config.base_url} never answered "
+        fail(f"nothing was rendered: the world model server at {config.base_url} never answered "
               f"({summary.get('unreachable', 0)} renderings fell back to templates); is it running?", 1)  # fmt: skip
     if as_json:
         print(json.dumps(summary, indent=2))
@@ -106,14 +106,14 @@ def render_cache(
     from fictionworld.worldmodel.cache import CACHE_FILE, CacheError, RenderCache
 
     if clear is not None and clear not in ("fallback", "all"):
-        _fail(f"--clear must be fallback or all, not {clear!r}")
+        fail(f"--clear must be fallback or all, not {clear!r}")
     read_manifest(path)  # a world directory (or a clear error)
     if not (path / CACHE_FILE).exists():
-        _fail(f"{path} has no render cache ({CACHE_FILE}): nothing was rendered by an LLM world model here")
+        fail(f"{path} has no render cache ({CACHE_FILE}): nothing was rendered by an LLM world model here")
     try:
         cache = RenderCache(path / CACHE_FILE)
     except CacheError as e:
-        _fail(str(e))
+        fail(str(e))
     if clear is not None:
         gone = cache.clear(source=None if clear == "all" else "fallback")
         out.print(f"forgot {gone} stored renderings")
