@@ -5,8 +5,8 @@ A cell that states several different values of its type is a hedge and reads as 
 "1.2 thousand (1,200)" or "9 December 1888 (1888)" state one value twice and read as it.
 Context after "as of" ("3,400 as of March 2019") is not a value.
 
-Dates carry their precision: "December 1888" is a month, and only answers a gold value that
-is a month (or a year); a full-date gold needs a full date. All-numeric dates ("09/12/1888")
+Dates carry their precision: "December 1888" is a month (see the strict scorer for what it
+answers: never an exact full date). All-numeric dates ("09/12/1888")
 are read day-first or month-first by the other dates of the same answer; with nothing to go
 by, month-first (the convention of the official evaluator's date parser).
 
@@ -26,6 +26,7 @@ import unicodedata
 from typing import Literal, NamedTuple
 
 from fictionworld.scoring.metrics import clean_cell, short_cache
+from fictionworld.surface import MONTHS
 
 __all__ = [
     "DateValue",
@@ -122,8 +123,7 @@ class DateValue(NamedTuple):
         return self.truncated(p) == other.truncated(p)
 
 
-_MONTHS = "january february march april may june july august september october november december".split()
-_MONTH_NUMBER = {m: i + 1 for i, m in enumerate(_MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(_MONTHS)}
+_MONTH_NUMBER = {m.lower(): i + 1 for i, m in enumerate(MONTHS)} | {m[:3].lower(): i + 1 for i, m in enumerate(MONTHS)}
 _MONTH_NUMBER["sept"] = 9
 _M = "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True))
 _ORD = r"(?:st|nd|rd|th)?"

@@ -61,7 +61,6 @@ __all__ = ["score_strict", "find_tables", "split_row", "AnswerLimits", "LIMITS"]
 
 _SEP_CELL = re.compile(r"^:?-{1,}:?$")
 _PIPE = re.compile(r"(?<!\\)\|")
-_NUMERIC_DATE_HINT = re.compile(r"\d[/.\-]\d{1,2}[/.\-]\d{4}")
 
 
 class AnswerLimits(BaseModel):
@@ -199,11 +198,9 @@ class _Column:
         return [base for base, _ in name_readings(cell)] if self.names else [strict_norm(cell)]
 
     def score(self, cell: str, g: int, order: DateOrder) -> float:
-        return (
-            min(f(cell, g, order) for f in self._metrics)
-            if len(self._metrics) > 1
-            else self._metrics[0](cell, g, order)
-        )
+        if len(self._metrics) == 1:  # the common case, on the hot path
+            return self._metrics[0](cell, g, order)
+        return min(f(cell, g, order) for f in self._metrics)
 
     def _metric(self, m: str):
         return {
@@ -215,8 +212,7 @@ class _Column:
         }.get(m, self._contains)
 
     def _near(self, cell: str, g: int, order: DateOrder) -> float:
-        a, b = read_number(cell), self.number[g]
-        return 1.0 if a is not None and b is not None and abs(a - b) <= abs(b) * self.tol + 1e-9 else 0.0
+        return 1.0 if _close(read_number(cell), self.number[g], self.tol) else 0.0
 
     def _date_near(self, cell: str, g: int, order: DateOrder) -> float:
         return 1.0 if self._date(cell, g, order, days=31) else 0.0
@@ -236,8 +232,7 @@ class _Column:
         if "norm_date" in self.pre and self.date[g] is not None:
             return 1.0 if self._date(cell, g, order, days=0) else 0.0
         if "extract_number" in self.pre and self.number[g] is not None:
-            a = read_number(cell)
-            return 1.0 if a is not None and abs(a - self.number[g]) <= 1e-9 * max(1.0, abs(self.number[g])) else 0.0
+            return 1.0 if _close(read_number(cell), self.number[g], 0.0) else 0.0
         if self.names:
             return 1.0 if names_match(cell, self.forms[g]) else 0.0
         return 1.0 if self.norm[g] and strict_norm(cell) == self.norm[g] else 0.0
@@ -257,6 +252,11 @@ class _Column:
         first, last = a.span()
         gold = b.truncated(b.precision)
         return abs((first - gold).days) <= days and abs((last - gold).days) <= days
+
+
+def _close(a: float | None, b: float | None, tol: float) -> bool:
+    """Within ``tol`` of ``b``, relatively, up to float rounding ("3.45 million" = 3450000)."""
+    return a is not None and b is not None and abs(a - b) <= abs(b) * tol + 1e-9 * max(1.0, abs(b))
 
 
 class _Prepared:
@@ -438,9 +438,7 @@ def _date_order(prep: _Prepared, rows: list[tuple[str, ...]]) -> DateOrder:
     """The day/month order of the answer's all-numeric dates, read from its date columns."""
     if not prep.date_at:
         return "mdy"
-    cells = [r[j] for r in rows for j in prep.date_at]
-    text = "\n".join(c for c in cells if _NUMERIC_DATE_HINT.search(c))
-    return date_order(text) if text else "mdy"
+    return date_order("\n".join(r[j] for r in rows for j in prep.date_at))
 
 
 def _worst_candidate(prep: _Prepared, rows, order: DateOrder, common: dict) -> Scores:
