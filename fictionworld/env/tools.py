@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import reprlib
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fictionworld.web.text import valid_text
+from fictionworld.web.text import short_repr, valid_text
 
 __all__ = ["TOOLS", "TOOL_SETS", "ToolCall", "tool_schemas", "parse_action", "ToolSet", "MAX_QUERIES", "short_repr",
            "to_json", "arg_limit"]  # fmt: skip
@@ -117,8 +116,6 @@ class ToolCall:
 
 _KEYS = {"search": "query", "open": "url", "answer": "text"}  # the argument a text tag fills
 _INT = re.compile(r"[0-9]{1,9}")
-_REPR = reprlib.Repr()
-_REPR.maxstring = _REPR.maxother = 200
 
 
 def parse_action(action, *, allowed: tuple[str, ...], max_arg_chars: int, turn: int) -> tuple[dict, list[ToolCall]]:
@@ -153,14 +150,6 @@ def parse_action(action, *, allowed: tuple[str, ...], max_arg_chars: int, turn: 
     if raw_calls:
         message["tool_calls"] = [c.message() for c in calls]
     return message, calls
-
-
-def short_repr(obj) -> str:
-    """A repr of at most a few hundred characters, for messages; never raises."""
-    try:
-        return _REPR.repr(obj)
-    except Exception:  # an int of over 4,300 digits, a broken __repr__: any object may come in an action
-        return f"<{type(obj).__name__}>"
 
 
 def to_json(obj) -> str:

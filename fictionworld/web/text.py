@@ -1,14 +1,18 @@
-"""Small text helpers shared by the renderers: slugs, articles, link stripping, dates."""
+"""Small text helpers shared by the renderers and the env: slugs, articles, link stripping, dates,
+valid UTF-8 text and short reprs for messages about what an agent sent."""
 
 from __future__ import annotations
 
 import re
+import reprlib
 from functools import lru_cache
 
 from fictionworld.dates import from_days
 from fictionworld.schema import ENTITY_TYPES
 
-__all__ = ["plain_text", "article_slug", "slug", "a_or_an", "date_of", "DTYPE", "valid_text", "first_surrogate"]
+__all__ = [
+    "plain_text", "article_slug", "slug", "a_or_an", "date_of", "DTYPE", "valid_text", "first_surrogate", "short_repr",
+]  # fmt: skip
 
 DTYPE = {a.name: a.dtype for s in ENTITY_TYPES.values() for a in s.attributes}
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -42,6 +46,19 @@ def first_surrogate(text: str) -> int | None:
 def valid_text(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD, so that it encodes as UTF-8."""
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 200
+
+
+def short_repr(obj) -> str:
+    """A repr of at most a few hundred characters, for messages about any value an agent sent;
+    never raises (an int of over 4,300 digits has no repr, a ``__repr__`` may be broken)."""
+    try:
+        return _REPR.repr(obj)
+    except Exception:
+        return "a number that large" if isinstance(obj, int) else f"<{type(obj).__name__}>"
 
 
 _NON_WORD = re.compile(r"[^\w]+")

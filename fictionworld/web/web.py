@@ -23,7 +23,7 @@ from fictionworld.web.linker import EntityLinker, Link, words
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
 from fictionworld.web.pages import LAYERS, Page, PageNotFound, PageTable, SearchResult, WebError
 from fictionworld.web.render import RENDERER, plain_text, render_pages
-from fictionworld.web.text import first_surrogate
+from fictionworld.web.text import first_surrogate, short_repr
 
 __all__ = ["Web", "WebSession", "ToolResult", "format_results", "WEB_FORMAT", "MAX_QUERY_CHARS"]
 
@@ -195,9 +195,9 @@ class Web:
         knobs = knobs or self.knobs
         k = knobs.results_per_page if k is None else k
         if not _int_in(k, 1, 100):
-            raise WebError(f"k must be between 1 and 100, not {_show(k)}")
+            raise WebError(f"k must be between 1 and 100, not {short_repr(k)}")
         if not _int_in(page, 1, MAX_PAGE):
-            raise WebError(f"page must be between 1 and {MAX_PAGE}, not {_show(page)}")
+            raise WebError(f"page must be between 1 and {MAX_PAGE}, not {short_repr(page)}")
         hits = self.hits(query, k * page, knobs)[(page - 1) * k :]
         return self.model.render_results(self, query, hits, knobs)
 
@@ -237,13 +237,6 @@ def _check_query(query: str) -> None:
 
 def _int_in(v, lo: int, hi: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-
-def _show(v) -> str:
-    """A short repr for an error message (an int of over 4,300 digits has none)."""
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**12:
-        return "a number that large"
-    return repr(v)[:80] if isinstance(v, int | float | str | None) else type(v).__name__
 
 
 _URL_BAD_CHAR = re.compile(r"[\x00-\x20\x7f\ud800-\udfff]|\s")
