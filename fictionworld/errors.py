@@ -11,11 +11,12 @@ is wrong with it and the value given), without pydantic's URLs or Python's excep
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["problem_lines", "field_names"]
+__all__ = ["problem_lines", "field_names", "in_words"]
 
 _BOUNDS = {
     "greater_than_equal": (">=", "ge"),
@@ -111,3 +112,16 @@ def problem_lines(
         else:
             out.append(_message(error, what, model))
     return out or [str(exc).splitlines()[0]]
+
+
+def in_words(exc: Exception) -> str:
+    """An exception as one line a user can act on: a pydantic error one clause per problem, a
+    JSON error where it is, a missing key as a missing field, anything else its first line."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(problem_lines(exc))
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(exc, KeyError) and exc.args:
+        return f"missing field {exc.args[0]!r}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

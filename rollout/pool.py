@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fictionworld.errors import in_words
 from fictionworld.seeding import child_seed
 from rollout.episode import episode_key
 from rollout.records import EpisodeLog, summarize
@@ -89,7 +90,7 @@ def _actor_class():
             try:
                 self._build(world_dir, agent, agent_config, env_config)
             except Exception as e:  # noqa: BLE001 — reported to the driver in words
-                self.error = _in_words(e)
+                self.error = in_words(e)
 
         def _build(self, world_dir: str, agent: str, agent_config: dict, env_config: dict) -> None:
             from fictionworld.env import EnvConfig, SearchEnv
@@ -130,18 +131,6 @@ def _actor_class():
             return rec
 
     return RolloutWorker
-
-
-def _in_words(e: Exception) -> str:
-    """An exception's message in a line or two (pydantic errors one line per problem)."""
-    from pydantic import ValidationError
-
-    from fictionworld.errors import problem_lines
-
-    if isinstance(e, ValidationError):
-        return "; ".join(problem_lines(e))
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 class SetupError(ValueError):
@@ -243,7 +232,7 @@ class RolloutPool:
         try:
             init_ray(address, num_cpus=None if address else max(workers, 1))
         except (ValueError, ConnectionError) as e:  # e.g. a malformed --address
-            raise SetupError(f"cannot start Ray{f' at {address!r}' if address else ''}: {_in_words(e)}") from None
+            raise SetupError(f"cannot start Ray{f' at {address!r}' if address else ''}: {in_words(e)}") from None
         self._worker = _actor_class()
         self.actors = [self._spawn() for _ in range(max(1, workers))]
         self.restarts = 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from fictionworld.errors import in_words
 from fictionworld.tasks.model import Evaluation, GoldTable, Task, TaskError, norm_header, read_tasks
 
 __all__ = ["load_tasks", "load_responses", "export_widesearch", "ResponseError"]
@@ -22,17 +23,7 @@ class ResponseError(ValueError):
 
 def _in_words(e: Exception) -> str:
     """What is wrong with a JSON Lines record, without Python's exception names."""
-    if isinstance(e, json.JSONDecodeError):
-        return f"not JSON ({e.msg} at column {e.colno})"
-    if isinstance(e, KeyError):
-        return f"missing field {e.args[0]!r}"
-    if isinstance(e, ValidationError):
-        from fictionworld.errors import problem_lines
-
-        return "; ".join(problem_lines(e))
-    if isinstance(e, TypeError):
-        return "not a JSON object"
-    return str(e)
+    return "not a JSON object" if isinstance(e, TypeError) else in_words(e)
 
 
 def _read_text(path: Path, what: str, error: type[ValueError], encoding: str = "utf-8") -> str:
