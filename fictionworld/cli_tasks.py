@@ -107,8 +107,6 @@ def _score_tasks(tasks_path: Path, gold_dir: Path | None) -> list:
         task_list, skipped = load_tasks(tasks_path, gold_dir)
     except TaskError as exc:
         fail(str(exc))
-    except UnicodeDecodeError:
-        fail(f"{tasks_path}: not a text file (UTF-8)")
     for s in skipped:
         err.print(f"skipped {s}", highlight=False)
     if not task_list:
@@ -120,11 +118,12 @@ def _check_gold_dir(gold_dir: Path, tasks_path: Path) -> None:
     """``--gold-dir`` must be a directory, and only goes with official tasks (ours carry their gold)."""
     if not gold_dir.is_dir():
         fail(f"--gold-dir {gold_dir}: " + ("is not a directory" if gold_dir.exists() else "no such directory"))
+    from fictionworld.scoring.io import carries_gold
+    from fictionworld.tasks.model import TaskError
+
     try:
-        with tasks_path.open(encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        ours = isinstance(head := json.loads(first), dict) and "gold" in head
-    except (OSError, UnicodeDecodeError, ValueError):
+        ours = carries_gold(tasks_path.read_text(encoding="utf-8"), tasks_path)
+    except (OSError, UnicodeDecodeError, TaskError):
         return  # reading the tasks file says what is wrong with it
     if ours:
         fail(
@@ -143,8 +142,6 @@ def _responses(path: Path, task_ids: list[str], trials: int) -> dict[str, dict[i
         found = load_responses(path, task_ids)
     except ResponseError as exc:
         fail(str(exc))
-    except UnicodeDecodeError:
-        fail(f"--responses {path}: not a text file (UTF-8)")
     if not found and not path.is_dir():
         fail(f"--responses {path}: no responses in this file")
     missing = [i for i in task_ids if i not in found]

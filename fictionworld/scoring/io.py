@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from fictionworld.errors import in_words
 from fictionworld.tasks.model import Evaluation, GoldTable, Task, TaskError, norm_header, read_tasks
 
-__all__ = ["load_tasks", "load_responses", "export_widesearch", "ResponseError"]
+__all__ = ["carries_gold", "load_tasks", "load_responses", "export_widesearch", "ResponseError"]
 
 
 class ResponseError(ValueError):
@@ -48,6 +48,17 @@ def _gold_from_csv(text: str, required: list[str]) -> GoldTable:
     return GoldTable(columns=list(required), rows=body)
 
 
+def carries_gold(text: str, path: str | Path = "tasks") -> bool:
+    """Whether a tasks file's text is this project's format (each task with its gold table; an
+    empty file too) rather than an official ``widesearch.jsonl``. TaskError if not JSON."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    try:
+        head = json.loads(first) if first else {}
+    except json.JSONDecodeError:
+        raise TaskError(f"{path}:1: not JSON") from None
+    return not first or (isinstance(head, dict) and "gold" in head)
+
+
 def load_tasks(path: str | Path, gold_dir: str | Path | None = None) -> tuple[list[Task], list[str]]:
     """Tasks from this project's ``tasks.jsonl`` or an official ``widesearch.jsonl`` (gold
     tables from ``gold_dir``, default ``widesearch_gold/`` beside it). Returns (tasks, skipped),
@@ -55,12 +66,7 @@ def load_tasks(path: str | Path, gold_dir: str | Path | None = None) -> tuple[li
     column (upstream skips them too)."""
     path = Path(path)
     text = _read_text(path, "tasks file", TaskError)
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    try:
-        head = json.loads(first) if first else {}
-    except json.JSONDecodeError:
-        raise TaskError(f"{path}:1: not JSON") from None
-    if "gold" in head or not first:
+    if carries_gold(text, path):
         return read_tasks(path), []
     gold_root = Path(gold_dir) if gold_dir else path.parent / "widesearch_gold"
     tasks, skipped = [], []
