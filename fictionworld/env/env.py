@@ -23,6 +23,7 @@ from fictionworld.env.prompts import system_prompt
 from fictionworld.env.tools import TOOL_SETS, ToolCall, arg_limit, parse_action, short_repr, to_json, tool_schemas
 from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
+from fictionworld.web import ToolStatus
 from fictionworld.web.text import valid_text
 from fictionworld.worldmodel.config import WorldModelConfig, use_world_model
 
@@ -52,9 +53,13 @@ class EnvConfig(BaseModel):
 
 
 class StepRecord(BaseModel):
+    """One tool call as the env ran it. ``status`` is what programs read (agents, trainers,
+    summaries); the observation text is for the model."""
+
     turn: int
     tool: str
     arguments: dict = Field(default_factory=dict)
+    status: ToolStatus = "ok"
     ok: bool
     error: str | None = None
     fault: str | None = None
@@ -181,30 +186,33 @@ class SearchEnv:
 
     def _run(self, call: ToolCall) -> str:
         t0 = time.perf_counter()
-        ok, fault = False, None
+        status: ToolStatus = "error"
+        fault = None
         if call.error is not None:
             text = f"Error: {call.error}."
         elif call.name == "answer":
-            text, ok = "", True
+            text, status = "", "ok"
         elif call.name in ("search", "web_search"):
             queries = [call.arguments["query"]] if call.name == "search" else call.arguments["queries"]
             page = call.arguments.get("page", 1) if call.name == "search" else 1  # web_search has no pages
-            parts = []
+            parts, statuses = [], []
             for q in queries:
                 res = self.session.search(q, None, page)
-                ok, fault = ok or res.ok, fault or res.fault
+                statuses.append(res.status)
+                fault = fault or res.fault
                 parts.append(res.text if len(queries) == 1 else f"## Results for {q!r}\n\n{res.text}")
             text = "\n\n".join(parts)
+            status = "ok" if "ok" in statuses else statuses[0]  # several queries: ok if any worked
         else:
             res = self.session.open(call.arguments["url"])
-            ok, fault, text = res.ok, res.fault, res.text
+            status, fault, text = res.status, res.fault, res.text
         dt = time.perf_counter() - t0
         self.web_seconds += dt
         limit = self.config.max_observation_chars
         if len(text) > limit:
             text = text[:limit] + f"\n\n[… cut at {limit:,} characters]"
         args = _record_arguments(call.arguments)
-        self.steps.append(StepRecord(turn=self.turn, tool=call.name, arguments=args, ok=ok,
+        self.steps.append(StepRecord(turn=self.turn, tool=call.name, arguments=args, status=status, ok=status == "ok",
                                      error=call.error, fault=fault, seconds=dt, chars=len(text)))  # fmt: skip
         return text
 

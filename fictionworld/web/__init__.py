@@ -7,12 +7,13 @@ from fictionworld.knobs import Knobs, Schedule, WebSpec
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel, make_snippet
 from fictionworld.web.pages import Page, PageNotFound, PageTable, SearchResult, WebError
 from fictionworld.web.render import RENDERER, coverage, render_pages
-from fictionworld.web.web import ToolResult, Web, WebSession, format_results
+from fictionworld.web.web import ToolResult, ToolStatus, Web, WebSession, format_results
 
 __all__ = [
     "Web",
     "WebSession",
     "ToolResult",
+    "ToolStatus",
     "Page",
     "PageNotFound",
     "PageTable",

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -25,7 +26,7 @@ from fictionworld.web.pages import LAYERS, Page, PageNotFound, PageTable, Search
 from fictionworld.web.render import RENDERER, plain_text, render_pages
 from fictionworld.web.text import first_surrogate, short_repr
 
-__all__ = ["Web", "WebSession", "ToolResult", "format_results", "WEB_FORMAT", "MAX_QUERY_CHARS"]
+__all__ = ["Web", "WebSession", "ToolResult", "ToolStatus", "format_results", "WEB_FORMAT", "MAX_QUERY_CHARS"]
 
 WEB_FORMAT = "fictionworld-web/1"
 MAX_QUERY_CHARS = 1_000
@@ -269,16 +270,27 @@ def _parse_url(url: str) -> tuple[str, int]:
     return f"https://{parts.netloc.lower()}{path}", number
 
 
+ToolStatus = Literal["ok", "not_found", "error", "fault"]
+"""How a tool call went: ``ok``; ``not_found`` (a well-formed URL that names no page); ``error``
+(a malformed call or argument: the agent should change it); ``fault`` (an injected timeout or
+server error: the same call may work when retried)."""
+
+
 class ToolResult(BaseModel):
-    """One tool call's observation: the text an agent reads, plus the structured result."""
+    """One tool call's observation: the text an agent reads, its :data:`ToolStatus` (what
+    programs read; never parse the text), plus the structured result."""
 
     model_config = ConfigDict(frozen=True)
 
-    ok: bool
+    status: ToolStatus
     text: str
     fault: str | None = None
     results: tuple[SearchResult, ...] = ()
     page: Page | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
 
 
 class WebSession:
@@ -301,21 +313,21 @@ class WebSession:
 
     def search(self, query: str, k: int | None = None, page: int = 1) -> ToolResult:
         if fault := self._fault():
-            return ToolResult(ok=False, text=FAULT_TEXT[fault], fault=fault)
+            return ToolResult(status="fault", text=FAULT_TEXT[fault], fault=fault)
         try:
             results = self.web.search(query, k, page, self.knobs)
         except WebError as e:
-            return ToolResult(ok=False, text=f"Error: {e}")
+            return ToolResult(status="error", text=f"Error: {e}")
         k = self.knobs.results_per_page if k is None else k
-        return ToolResult(ok=True, text=format_results(query, results, (page - 1) * k), results=tuple(results))
+        return ToolResult(status="ok", text=format_results(query, results, (page - 1) * k), results=tuple(results))
 
     def open(self, url: str) -> ToolResult:
         if fault := self._fault():
-            return ToolResult(ok=False, text=FAULT_TEXT[fault], fault=fault)
+            return ToolResult(status="fault", text=FAULT_TEXT[fault], fault=fault)
         try:
             page = self.web.open(url, self.knobs)
         except WebError as e:
-            return ToolResult(ok=False, text=f"Error: {e}")
+            return ToolResult(status="error", text=f"Error: {e}")
         if isinstance(page, PageNotFound):
-            return ToolResult(ok=False, text=page.markdown())
-        return ToolResult(ok=True, text=page.markdown(), page=page)
+            return ToolResult(status="not_found", text=page.markdown())
+        return ToolResult(status="ok", text=page.markdown(), page=page)
