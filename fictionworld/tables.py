@@ -6,13 +6,15 @@ check is a vectorised pass. A networkx view is built on demand (``World.graph``)
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 
-from fictionworld.dates import NA_DATE
-from fictionworld.schema import ENTITY_TYPES
+from fictionworld.dates import NA_DATE, from_days
+from fictionworld.schema import ENTITY_TYPES, DType
 
 __all__ = ["EntityTable", "FactTable", "object_array", "NA_INT", "NA_DATE", "TYPE_NAMES", "TYPE_CODE"]
 
@@ -147,6 +149,36 @@ class FactTable:
 
     def with_values(self, **columns) -> FactTable:
         return replace(self, **columns)
+
+    # -- the one value decoder -------------------------------------------------------------
+    def value(self, row: int) -> int | float | dt.date | str | None:
+        """Fact ``row``'s literal value (None for a relation): the first of ``v_int``,
+        ``v_float``, ``v_date``, ``v_text`` that is set."""
+        if self.v_int[row] != NA_INT:
+            return int(self.v_int[row])
+        if not np.isnan(self.v_float[row]):
+            return float(self.v_float[row])
+        if self.v_date[row] != NA_DATE:
+            return from_days(self.v_date[row])
+        return self.v_text[row]
+
+    def column(self, dtype: DType) -> np.ndarray:
+        """The value column that holds attributes of ``dtype`` (text-like dtypes: ``v_text``)."""
+        return {DType.INT: self.v_int, DType.FLOAT: self.v_float, DType.DATE: self.v_date}.get(dtype, self.v_text)
+
+    def values(self, *, dates: Literal["date", "days"] = "date") -> list:
+        """Every fact's literal value by row, as :meth:`value` decodes it, in one vectorised
+        pass; ``dates="days"`` leaves dates as day numbers (for callers that cache them)."""
+        vals: list = self.v_text.tolist()
+        idx = np.flatnonzero(self.v_date != NA_DATE)
+        days = self.v_date[idx].tolist()
+        for i, v in zip(idx.tolist(), days if dates == "days" else [from_days(d) for d in days]):
+            vals[i] = v
+        for col, set_ in ((self.v_float, ~np.isnan(self.v_float)), (self.v_int, self.v_int != NA_INT)):
+            idx = np.flatnonzero(set_)
+            for i, v in zip(idx.tolist(), col[idx].tolist()):
+                vals[i] = v
+        return vals
 
 
 def _index(items: list[str], item: str) -> int:

@@ -11,14 +11,13 @@ import numpy as np
 
 from fictionworld.dates import NA_DATE, from_days
 from fictionworld.records import Entity, Fact
-from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, PREDICATES, RELATIONS
+from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, PREDICATES, RELATIONS, UNITS
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import NA_INT, TYPE_NAMES, EntityTable, FactTable
+from fictionworld.tables import TYPE_NAMES, EntityTable, FactTable
 
 __all__ = ["World", "FORMAT"]
 
 FORMAT = "fictionworld/1"
-UNITS: dict[str, str | None] = {a.name: a.unit for s in ENTITY_TYPES.values() for a in s.attributes}
 
 
 class World:
@@ -137,15 +136,7 @@ class World:
     def fact(self, row: int) -> Fact:
         f, ids = self.facts, self.entities.ids
         p = PREDICATES[int(f.predicate[row])]
-        value = None
-        if f.v_int[row] != NA_INT:
-            value = int(f.v_int[row])
-        elif not np.isnan(f.v_float[row]):
-            value = float(f.v_float[row])
-        elif f.v_date[row] != NA_DATE:
-            value = from_days(f.v_date[row])
-        elif f.v_text[row] is not None:
-            value = f.v_text[row]
+        value = f.value(row)
         obj = int(f.object[row])
         return Fact(
             id=int(f.id[row]),

@@ -105,14 +105,7 @@ class _Checker:
         return f"fact {int(f.id[r])} ({subj} {pred} {tail}{when})"
 
     def value(self, r: int):
-        f = self.w.facts
-        if f.v_int[r] != NA_INT:
-            return int(f.v_int[r])
-        if not np.isnan(f.v_float[r]):
-            return float(f.v_float[r])
-        if f.v_date[r] != NA_DATE:
-            return from_days(f.v_date[r])
-        return f.v_text[r]
+        return self.w.facts.value(r)
 
     # -- helpers ---------------------------------------------------------------------------
     def rel(self, name: str) -> np.ndarray:

@@ -12,7 +12,7 @@ from fictionworld.check.base import (
 from fictionworld.gazetteer import famous_people, normalize_many, real_place_names
 from fictionworld.records import ViolationKind as K
 from fictionworld.schema import (
-    ENTITY_TYPES,
+    ATTRIBUTES,
     INVENTED_NAME_TYPES,
     PLACE_TYPES,
 )
@@ -79,7 +79,7 @@ def check_names(c: _Checker) -> None:
 
 def check_unique_values(c: _Checker) -> None:
     f = c.w.facts
-    for a in sorted({a.name for s in ENTITY_TYPES.values() for a in s.attributes if a.unique}):
+    for a in sorted(n for n, a in ATTRIBUTES.items() if a.unique):
         rows = c.attr(a)
         seen: dict[str, int] = {}
         for r in rows.tolist():

@@ -15,8 +15,10 @@ from fictionworld.schema import (
     ENTITY_TYPES,
     PREDICATE_CODE,
     RELATIONS,
+    TYPES_WITH,
     DType,
 )
+from fictionworld.seeding import mix64
 from fictionworld.tables import NA_INT, TYPE_CODE, TYPE_NAMES
 
 
@@ -67,9 +69,9 @@ def check_domain_range(c: _Checker) -> None:
             bad,
             f"{name} does not link these entity types (allowed: {', '.join(f'{s}->{o}' for s, o in spec.pairs)})",
         )
-    for a in {a.name for s in ENTITY_TYPES.values() for a in s.attributes}:
+    for a, types in TYPES_WITH.items():
         rows = np.flatnonzero(c.valid & (c.p == PREDICATE_CODE[a]))
-        has = np.array([any(x.name == a for x in ENTITY_TYPES[t].attributes) for t in TYPE_NAMES])
+        has = np.array([t in types for t in TYPE_NAMES])
         bad = rows[~has[c.tc[c.s[rows]]]]
         c.add_facts(K.DOMAIN_RANGE, bad, f"this entity type has no attribute {a!r}")
 
@@ -161,11 +163,8 @@ def check_duplicate_facts(c: _Checker) -> None:
     rows = np.flatnonzero(c.valid)
     # one 64-bit mix per row; equal rows have equal mixes, so only equal mixes need comparing
     h = np.zeros(len(rows), np.uint64)
-    with np.errstate(over="ignore"):
-        for k, col in enumerate((c.s, c.p, c.o, f.v_int, f.v_date, f.start, f.end, f.v_float.view(np.int64))):
-            x = col[rows].astype(np.int64).view(np.uint64)
-            h = (h ^ (x + np.uint64(0x9E3779B97F4A7C15) + np.uint64(k))) * np.uint64(0xBF58476D1CE4E5B9)
-            h ^= h >> np.uint64(31)
+    for k, col in enumerate((c.s, c.p, c.o, f.v_int, f.v_date, f.start, f.end, f.v_float.view(np.int64))):
+        h = mix64(h ^ col[rows].astype(np.int64).view(np.uint64), k)
     order = rows[np.argsort(h, kind="stable")]
     hs = np.sort(h, kind="stable")
     cand = np.flatnonzero(hs[1:] == hs[:-1])

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import unicodedata
 from typing import Literal, NamedTuple
 
+from fictionworld.folding import fold, fold_key
 from fictionworld.scoring.metrics import clean_cell, short_cache
 from fictionworld.surface import MONTHS
 
@@ -207,22 +207,13 @@ def read_date(s: str, order: DateOrder = "mdy") -> DateValue | None:
 
 
 # -- names -----------------------------------------------------------------------------------
-_NOT_ALNUM = re.compile(r"[\W_]+")
-
-
-def _plain(s: str) -> str:
-    """Compatibility form without accents, case-folded."""
-    if s.isascii():
-        return s.lower()
-    s = unicodedata.normalize("NFKD", s)
-    return "".join(ch for ch in s if not unicodedata.combining(ch)).casefold()
 
 
 @short_cache(1 << 17)
 def fold_name(s: str) -> str:
-    """A name reduced to what tells names apart: compatibility form, accents and case removed,
-    letters and digits only ("Émile-Zola  Ltd." → "emilezolaltd")."""
-    return _NOT_ALNUM.sub("", _plain(clean_cell(s)))
+    """A name reduced to what tells names apart (:func:`fictionworld.folding.fold_key` of the
+    cleaned cell): "Émile-Zola  Ltd." → "emilezolaltd"."""
+    return fold_key(clean_cell(s))
 
 
 # Words a qualifier may hold without naming anything: type words, legal forms, articles.
@@ -264,11 +255,11 @@ def category_match(cell: str, gold: str) -> bool:
 
 @short_cache()
 def _category_words(s: str) -> tuple[str, ...]:
-    return tuple(sorted(_singular(w) for w in _WORD.findall(_plain(clean_cell(s)))))
+    return tuple(sorted(_singular(w) for w in _WORD.findall(fold(clean_cell(s)))))
 
 
 def _descriptor(qual: str) -> bool:
-    words = _WORD.findall(_plain(qual))
+    words = _WORD.findall(fold(qual))
     ok = all(w in DESCRIPTOR_WORDS or (w.isdigit() and len(w) == 4) for w in words)
     return ok and any(w not in _ARTICLES for w in words)  # "Last Orchards, The" is not "Last Orchards"
 

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import NA_DATE, from_days, year_end, year_start
-from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, RELATIONS, DType
+from fictionworld.schema import DTYPES, PREDICATE_CODE, RELATIONS, DType
 from fictionworld.tables import NA_INT, TYPE_CODE
 
 __all__ = ["Hop", "Condition", "Column", "Query", "Cell", "Answer", "evaluate", "GraphIndex", "attribute_dtype"]
@@ -81,11 +81,9 @@ class Answer:
 
 
 def attribute_dtype(name: str) -> DType:
-    for s in ENTITY_TYPES.values():
-        for a in s.attributes:
-            if a.name == name:
-                return a.dtype
-    raise KeyError(f"unknown attribute {name!r}")
+    if name not in DTYPES:
+        raise KeyError(f"unknown attribute {name!r}")
+    return DTYPES[name]
 
 
 def _fold():
@@ -143,8 +141,7 @@ class GraphIndex:
             f = self.world.facts
             m = np.flatnonzero(f.predicate == PREDICATE_CODE[name])
             dtype = attribute_dtype(name)
-            col = {DType.INT: f.v_int, DType.FLOAT: f.v_float, DType.DATE: f.v_date}.get(dtype, f.v_text)
-            self._edges[key] = (f.subject[m].astype(np.int64), col[m], f.id[m])
+            self._edges[key] = (f.subject[m].astype(np.int64), f.column(dtype)[m], f.id[m])
         return self._edges[key]
 
     @cached_property

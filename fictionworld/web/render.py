@@ -16,9 +16,9 @@ import numpy as np
 
 from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
-from fictionworld.seeding import mix64
+from fictionworld.seeding import hash_text, mix64, mix64_int
 from fictionworld.surface import format_date, format_float, format_int, format_money
-from fictionworld.tables import NA_INT, TYPE_NAMES
+from fictionworld.tables import TYPE_NAMES
 from fictionworld.web.pages import PageTable
 from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
@@ -143,19 +143,7 @@ class _Renderer(PerturbationPages):
 
     # -- values --------------------------------------------------------------------------
     def _values(self) -> list:
-        f = self.world.facts
-        vals: list = [None] * len(f)
-        for col, na in ((f.v_int, NA_INT), (f.v_date, NA_DATE)):
-            idx = np.flatnonzero(col != na)
-            for i, v in zip(idx.tolist(), col[idx].tolist()):
-                vals[i] = v
-        idx = np.flatnonzero(~np.isnan(f.v_float))
-        for i, v in zip(idx.tolist(), f.v_float[idx].tolist()):
-            vals[i] = v
-        idx = np.flatnonzero(f.v_text != None)  # noqa: E711
-        for i, v in zip(idx.tolist(), f.v_text[idx].tolist()):
-            vals[i] = v
-        return vals
+        return self.world.facts.values(dates="days")  # dates stay day numbers: ``date_of`` caches them
 
     def fmt(self, p: str, v, h: int, *, infobox: bool = False) -> str:
         dtype = DTYPE[p]
@@ -227,7 +215,7 @@ class _Renderer(PerturbationPages):
         return out
 
     def edited(self, key: int, span: int) -> int:
-        return self.present - _mix_int(key, self.seed + span) % span
+        return self.present - mix64_int(key, self.seed + span) % span
 
     # -- authoritative pages -------------------------------------------------------------
     def articles(self) -> None:
@@ -419,21 +407,6 @@ class _Renderer(PerturbationPages):
         self.lists()
         self.perturbations()
         return PageTable.from_rows(dict(self.out.cols))
-
-
-def _mix_int(x: int, salt: int) -> int:
-    """Scalar splitmix64, for one-off choices (the vectorised twin is ``mix64``)."""
-    m = 0xFFFFFFFFFFFFFFFF
-    z = (x + salt * 0x9E3779B97F4A7C15) & m
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
-    return z ^ (z >> 31)
-
-
-def hash_text(text: str) -> int:
-    import hashlib
-
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=6).digest(), "little")
 
 
 def render_pages(world, *, pool: float = 0.25, progress: Callable[[str], None] | None = None) -> PageTable:

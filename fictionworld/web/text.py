@@ -8,13 +8,13 @@ import reprlib
 from functools import lru_cache
 
 from fictionworld.dates import from_days
-from fictionworld.schema import ENTITY_TYPES
+from fictionworld.schema import DTYPES
 
 __all__ = [
     "plain_text", "article_slug", "slug", "a_or_an", "date_of", "DTYPE", "valid_text", "first_surrogate", "short_repr",
 ]  # fmt: skip
 
-DTYPE = {a.name: a.dtype for s in ENTITY_TYPES.values() for a in s.attributes}
+DTYPE = DTYPES  # the schema's attribute table (kept under its old name)
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 

@@ -17,7 +17,6 @@ import numpy as np
 from fictionworld.dates import NA_DATE, from_days
 from fictionworld.schema import PREDICATES, RELATIONS, DType
 from fictionworld.surface import format_date
-from fictionworld.tables import NA_INT
 from fictionworld.web.text import DTYPE
 
 __all__ = ["Claim", "Grounding", "FactIndex"]
@@ -108,19 +107,19 @@ class FactIndex:
         numbers: list[set] = [set() for _ in range(n)]
         texts: list[set] = [set() for _ in range(n)]
         subj = f.subject.tolist()
-        for col, target in ((f.v_date, dates), (f.start, dates), (f.end, dates)):
+        for col in (f.start, f.end):  # when a fact held: dates on the page too
             idx = np.flatnonzero(col != NA_DATE)
             for i, v in zip(idx.tolist(), col[idx].tolist()):
-                target[subj[i]].add(from_days(v))
-        idx = np.flatnonzero(f.v_int != NA_INT)
-        for i, v in zip(idx.tolist(), f.v_int[idx].tolist()):
-            numbers[subj[i]].add(float(v))
-        idx = np.flatnonzero(~np.isnan(f.v_float))
-        for i, v in zip(idx.tolist(), f.v_float[idx].tolist()):
-            numbers[subj[i]].add(float(v))
-        idx = np.flatnonzero(f.v_text != None)  # noqa: E711
-        for i, v in zip(idx.tolist(), f.v_text[idx].tolist()):
-            texts[subj[i]].add(v)
+                dates[subj[i]].add(from_days(v))
+        for s, v in zip(subj, f.values()):
+            if v is None:
+                continue
+            if isinstance(v, dt.date):
+                dates[s].add(v)
+            elif isinstance(v, str):
+                texts[s].add(v)
+            else:
+                numbers[s].add(float(v))
         return dates, numbers, texts
 
     def grounding(self, web, row: int) -> Grounding:

@@ -17,12 +17,12 @@ Three rules, each a list of :class:`Problem` in the :class:`Verdict`:
 from __future__ import annotations
 
 import datetime as dt
-import unicodedata
 from dataclasses import dataclass, field
 
 import regex as re
 from rapidfuzz import fuzz
 
+from fictionworld.folding import fold as fold_text
 from fictionworld.surface import MONTHS, find_dates, find_numbers
 from fictionworld.web.phrasing import LABELS, NEWS_SITES, SECTION, TYPE_LABEL
 from fictionworld.worldmodel.grounding import Claim, FactIndex, Grounding
@@ -69,7 +69,6 @@ _URL = re.compile(r"https?://\S+")
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
 _DAY_OF = re.compile(rf"\b(\d{{1,2}}) of ({'|'.join(MONTHS)})\b", re.I)
 _NO_COMMA = re.compile(rf"\b({'|'.join(MONTHS)}) (\d{{1,2}}) (\d{{4}})\b", re.I)
-_FOLD = {"ł": "l", "ø": "o", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i", "’": "'", "–": "-", "—": "-"}
 _COMMON = (
     "the a an and or of in on at to for by with from as is was were be been are it its his her their this that "
     "these those he she they we i you our your after before during since until when while where which who "
@@ -85,14 +84,8 @@ _COMMON = (
 
 
 def fold(text: str) -> str:
-    """Lowercase, accents off, one kind of quote and dash, single spaces."""
-    t = text.lower()
-    if not t.isascii():
-        t = unicodedata.normalize("NFKD", t)
-        t = "".join(c for c in t if not unicodedata.combining(c))
-        for a, b in _FOLD.items():
-            t = t.replace(a, b)
-    return " ".join(t.split())
+    """:func:`fictionworld.folding.fold`, with single spaces."""
+    return " ".join(fold_text(text).split())
 
 
 def normalize_values(text: str) -> str:

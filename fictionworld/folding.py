@@ -1,0 +1,51 @@
+"""Text folding, in one place: how two spellings of a name or word are made comparable.
+
+:func:`fold` is the one folding every matcher shares (the search linker, the world-model
+verifier, the strict scorer, task generation's alias checks): lowercase, accents off, the
+letters that Unicode decomposition keeps (ł ø đ ß æ œ ı) spelled out, one kind of apostrophe and
+dash. :func:`fold_key` keeps letters and digits only (names told apart by what they spell).
+:func:`ascii_key` is for identifiers (URL slugs, the gazetteer's collision keys): non-ASCII
+letters dropped, as those keys were first defined; changing it would change generated worlds.
+
+>>> fold("Émile–Zoła’s")
+"emile-zola's"
+>>> fold_key("Émile-Zola  Ltd.")
+'emilezolaltd'
+>>> ascii_key("Søren Kierkegaard")
+'sren kierkegaard'
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["fold", "fold_key", "ascii_key", "LETTERS", "MARKS"]
+
+LETTERS = {"ł": "l", "ø": "o", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i"}  # letters NFKD keeps
+MARKS = {"’": "'", "–": "-", "—": "-"}
+_TABLE = str.maketrans(LETTERS | MARKS)
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def fold(text: str) -> str:
+    """Lowercase, accents off, special letters spelled out, one apostrophe and one dash.
+    Spacing is kept (callers split or squeeze it as they need)."""
+    t = text.lower()
+    if t.isascii():
+        return t
+    t = unicodedata.normalize("NFKD", t)
+    t = "".join(c for c in t if not unicodedata.combining(c))
+    return t.translate(_TABLE).casefold()
+
+
+def fold_key(text: str) -> str:
+    """:func:`fold`, then letters and digits only: what tells two names apart."""
+    return _NOT_ALNUM.sub("", fold(text))
+
+
+def ascii_key(text: str) -> str:
+    """Lowercase ASCII: accents off and every other non-ASCII character dropped (identifiers)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return text.lower()
