@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fictionworld.dates import NA_DATE, YEAR, to_days
+from fictionworld.folding import ascii_key
 from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, DType
 from fictionworld.seeding import child_seed
 from fictionworld.spec import WorldSpec
 from fictionworld.tables import NA_INT, TYPE_CODE, EntityTable, FactTable, object_array
+from generators.flow import Flow
 
 __all__ = [
     "GenContext",
@@ -37,7 +40,6 @@ class TypeData:
     culture: np.ndarray | None = None
     namesake_group: np.ndarray | None = None
     attrs: dict[str, np.ndarray] = field(default_factory=dict)
-    extra: dict[str, np.ndarray] = field(default_factory=dict)  # helper columns, not saved
 
     @property
     def rows(self) -> np.ndarray:
@@ -45,7 +47,8 @@ class TypeData:
 
 
 class GenContext:
-    """Shared state of one generation run: seeded streams, type data, relation facts."""
+    """Shared state of one generation run: seeded streams, type data, relation facts, and the
+    typed hand-offs between generators (``flow``, see generators/flow.py)."""
 
     def __init__(self, spec: WorldSpec, seed: int):
         self.spec = spec
@@ -59,6 +62,7 @@ class GenContext:
             self.types[t] = TypeData(t, n, offset)
             offset += n
         self.n_entities = offset
+        self.flow = Flow()
         self._facts: list[FactTable] = []
         self._sources: list[str] = []
         self.source = ""
@@ -349,12 +353,12 @@ def apply_namesakes(ctx: GenContext, t: str) -> None:
         d.namesake_group[originals] = originals
 
 
-def slug(name: str) -> str:
-    import re
-    import unicodedata
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
-    s = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
-    return re.sub(r"[^a-z0-9]+", "-", s).strip("-")
+
+def slug(name: str) -> str:
+    """``name`` as a URL part: ASCII letters and digits joined by dashes."""
+    return _NOT_SLUG.sub("-", ascii_key(name)).strip("-")
 
 
 def na_int(n: int) -> np.ndarray:

@@ -18,6 +18,7 @@ from generators.base import (
     weighted_choice,
     years,
 )
+from generators.flow import need
 from generators.morphology import CULTURES
 from generators.orgs import _culture_names, pick_people
 
@@ -57,18 +58,21 @@ def generate_awards(ctx: GenContext) -> None:
     ctx.set_names("award", unique_names(candidates, n, reject=is_real_place), culture=_culture_names(culture))
     ctx.set_attr("award", "established", established)
     ctx.set_attr("award", "field", np.array(AWARD_FIELDS, dtype=object)[field])
+    _presenters(ctx, established, field)
+    if ctx.has("person"):
+        _winners(ctx, established, field)
 
+
+def _presenters(ctx: GenContext, established: np.ndarray, field: np.ndarray) -> None:
+    """Each award is presented by an organisation of its field's kind that existed already."""
     for org_type in ("publisher", "university", "company"):
         if not ctx.has(org_type):
             continue
         rp = ctx.rng(f"presented_by/{org_type}")  # one stream per optional type: no reshuffling
         mine = np.array([PRESENTER.get(AWARD_FIELDS[f], "company") == org_type for f in field.tolist()], bool)
         idx = np.flatnonzero(mine)
-        org = pick_founded_before(rp, ctx[org_type].extra["founded"], established[idx])
+        org = pick_founded_before(rp, ctx.flow.founded(org_type).founded, established[idx])
         ctx.relate("presented_by", "award", idx, org_type, org)
-
-    if ctx.has("person"):
-        _winners(ctx, established, field)
 
 
 def _winners(ctx: GenContext, established: np.ndarray, field: np.ndarray) -> None:
@@ -90,7 +94,7 @@ def _winners(ctx: GenContext, established: np.ndarray, field: np.ndarray) -> Non
         winner_person = pick_people(ctx, rw, WINNER_OCCUPATIONS[fname], date[sel], 18, 90)
         work_type = WORKS_BY_FIELD.get(fname)
         if work_type and ctx.has(work_type):
-            released = ctx[work_type].extra["date"]
+            released = ctx.flow.released(work_type).date
             order = np.argsort(released, kind="stable")
             rel_sorted = released[order]
             lo = np.searchsorted(rel_sorted, date[sel] - years(2), "left")
@@ -112,9 +116,22 @@ def generate_events(ctx: GenContext) -> None:
     end = np.minimum(start + r.integers(0, 10, n), present)
     kind = r.integers(len(EVENT_KINDS), size=n)
     attendance = np.exp(r.normal(np.log(3_000), 1.4, n)).clip(30, 2_000_000).astype(np.int64)
-    city = weighted_choice(ctx.rng("held_in"), ctx["city"].extra["weight"], n)
+    city = weighted_choice(ctx.rng("held_in"), need(ctx.flow.cities, "city").population, n)
+    _name_events(ctx, start, kind, city)
+    ctx.set_attr("event", "start_date", start.astype(np.int32))
+    ctx.set_attr("event", "end_date", end.astype(np.int32))
+    ctx.set_attr("event", "kind", np.array(EVENT_KINDS, dtype=object)[kind])
+    ctx.set_attr("event", "attendance", attendance)
+    ctx.relate("held_in", "event", np.arange(n), "city", city)
+    _organisers(ctx, start)
+    if ctx.has("person"):
+        _participants(ctx, start)
+
+
+def _name_events(ctx: GenContext, start: np.ndarray, kind: np.ndarray, city: np.ndarray) -> None:
+    """Names like "<place> <kind title> <year>": the host city first, else an invented place."""
     city_names = ctx["city"].names
-    culture = ctx["city"].extra["culture"][city]
+    culture = need(ctx.flow.cities, "city").culture[city]
     yr = years_of(start)
     rn = ctx.rng("event/names")
 
@@ -127,29 +144,27 @@ def generate_events(ctx: GenContext) -> None:
             out.append(f"{place} {title} {yr[s]}")
         return out
 
-    ctx.set_names("event", unique_names(candidates, n), culture=_culture_names(culture))
-    ctx.set_attr("event", "start_date", start.astype(np.int32))
-    ctx.set_attr("event", "end_date", end.astype(np.int32))
-    ctx.set_attr("event", "kind", np.array(EVENT_KINDS, dtype=object)[kind])
-    ctx.set_attr("event", "attendance", attendance)
-    ctx.relate("held_in", "event", np.arange(n), "city", city)
+    ctx.set_names("event", unique_names(candidates, len(start)), culture=_culture_names(culture))
 
+
+def _organisers(ctx: GenContext, start: np.ndarray) -> None:
+    """Most events are organised by a company or university that existed when they began."""
+    n = len(start)
     by_university = ctx.rng("organized_by").random(n) < 0.3
     for org_type, mask in (("company", ~by_university), ("university", by_university)):
         if ctx.has(org_type):
             ro = ctx.rng(f"organized_by/{org_type}")
             idx = np.flatnonzero(mask & (ro.random(n) < 0.75))
-            ctx.relate(
-                "organized_by",
-                "event",
-                idx,
-                org_type,
-                pick_founded_before(ro, ctx[org_type].extra["founded"], start[idx]),
-            )
-    if ctx.has("person"):
-        rp = ctx.rng("participated_in")
-        k = rp.integers(1, 5, size=n)
-        ev = np.repeat(np.arange(n), k)
-        who = pick_people(ctx, rp, (), start[ev], 18, 85)
-        pairs = np.unique(np.stack([ev, who], 1)[who >= 0], axis=0)
-        ctx.relate("participated_in", "person", pairs[:, 1], "event", pairs[:, 0])
+            org = pick_founded_before(ro, ctx.flow.founded(org_type).founded, start[idx])
+            ctx.relate("organized_by", "event", idx, org_type, org)
+
+
+def _participants(ctx: GenContext, start: np.ndarray) -> None:
+    """One to four adults alive at the start take part in each event."""
+    n = len(start)
+    rp = ctx.rng("participated_in")
+    k = rp.integers(1, 5, size=n)
+    ev = np.repeat(np.arange(n), k)
+    who = pick_people(ctx, rp, (), start[ev], 18, 85)
+    pairs = np.unique(np.stack([ev, who], 1)[who >= 0], axis=0)
+    ctx.relate("participated_in", "person", pairs[:, 1], "event", pairs[:, 0])

@@ -3,6 +3,8 @@ publishers and sports teams (players)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fictionworld.dates import NA_DATE, year_end, year_start
@@ -22,17 +24,18 @@ from generators.base import (
     weighted_choice,
     years,
 )
+from generators.flow import Companies, Founded, need
 
 NA = int(NA_DATE)
 
 
 def people_picker(ctx: GenContext, occupations: tuple[str, ...] = ()) -> AlivePicker:
-    p = ctx["person"].extra
+    people = need(ctx.flow.people, "person")
     pool = np.arange(ctx.counts["person"])
     if occupations:
         codes = [OCCUPATIONS.index(o) for o in occupations]
-        pool = pool[np.isin(p["occupation"], codes)]
-    return AlivePicker(p["birth"], p["death"], pool, ctx.present)
+        pool = pool[np.isin(people.occupation, codes)]
+    return AlivePicker(people.birth, people.death, pool, ctx.present)
 
 
 def pick_people(ctx: GenContext, rng, occupations, when, min_age, max_age, until=None) -> np.ndarray:
@@ -46,8 +49,8 @@ def pick_people(ctx: GenContext, rng, occupations, when, min_age, max_age, until
 
 
 def alive_to(ctx: GenContext) -> np.ndarray:
-    death = ctx["person"].extra["death"]
-    return np.where(death == NA_DATE, ctx.present, death).astype(np.int64)
+    """Last day each person is alive in the world (see :meth:`People.alive_to`)."""
+    return need(ctx.flow.people, "person").alive_to(ctx.present)
 
 
 def bounded_interval(
@@ -75,8 +78,7 @@ def successive_stints(
     that existed when each stint began; a stint starts at least ``lead`` days before the
     person's death / the present, lasts ``duration`` years, and a second one follows with
     probability ``again`` after a ``gap`` in years. Returns (people, orgs, starts, ends)."""
-    p = ctx["person"].extra
-    death, life_end, present = p["death"], alive_to(ctx), ctx.present
+    death, life_end, present = need(ctx.flow.people, "person").death, alive_to(ctx), ctx.present
     subj, obj, starts, ends = [], [], [], []
     for _stint in range(2):
         ok = start + lead < np.minimum(life_end[who], present)
@@ -116,47 +118,20 @@ def _pattern(patterns: tuple[str, ...], u: float, **kw: str) -> str:
 
 
 def _culture_of_cities(ctx: GenContext, cities: np.ndarray) -> np.ndarray:
-    return ctx["city"].extra["culture"][cities]
+    return need(ctx.flow.cities, "city").culture[cities]
 
 
 @register("companies-v0", produces=("company",), after=("person", "city"))
 def generate_companies(ctx: GenContext) -> None:
     ctx.source = "companies-v0"
-    n, present = ctx.counts["company"], ctx.present
-    r = ctx.rng("company/attributes")
-    rf = ctx.rng("founded_by")
-    founder = cofounder = np.full(n, -1, np.int64)
-    if ctx.has("person"):
-        founded = sample_dates(rf, n, year_start(1905), present - int(years(0.5)), recent_bias=1.8)
-        founder = pick_people(ctx, rf, ("entrepreneur", "engineer", "scientist", "economist"), founded, 22, 65)
-        cofounder = pick_people(ctx, rf, ("entrepreneur", "engineer"), founded, 22, 65)
-        cofounder = np.where((rf.random(n) < 0.25) & (cofounder != founder), cofounder, -1)
-    else:
-        founded = sample_dates(rf, n, year_start(1820), present, recent_bias=1.5)
-    hq = weighted_choice(ctx.rng("headquartered_in"), ctx["city"].extra["weight"], n)
-    industry = r.integers(len(INDUSTRIES), size=n)
-    age_years = (present - founded) / 365.2425
-    employees = (np.exp(r.normal(np.log(60), 1.7, n)) * (1 + age_years / 40)).clip(1, 500_000).astype(np.int64)
-    revenue = employees * np.exp(r.normal(np.log(150_000), 0.7, n)).clip(20_000, 2_000_000)
-    revenue = revenue.clip(10_000, 500_000_000_000).astype(np.int64)
-
-    def build(s, t, u, slot):
-        if u < 0.7:
-            return f"{s} {_pattern(vocab.COMPANY_SUFFIXES[INDUSTRIES[industry[slot]]], u * 7)}"
-        if u < 0.9:
-            return f"{s} {_pattern(vocab.COMPANY_FORMS, u * 3)}"
-        return f"{s} & {t}"
-
-    names, stems = org_names(ctx, "company/names", _culture_of_cities(ctx, hq), build)
-    ctx.set_names(
-        "company", names, aliases=[(s,) for s in stems.tolist()], culture=_culture_names(_culture_of_cities(ctx, hq))
-    )
+    n = ctx.counts["company"]
+    founded, founder, cofounder = _founded(ctx, n)
+    hq = weighted_choice(ctx.rng("headquartered_in"), need(ctx.flow.cities, "city").population, n)
+    industry = _company_figures(ctx, founded)
+    names, stems = _company_names(ctx, hq, industry)
     ctx.set_attr("company", "founded", founded)
-    ctx.set_attr("company", "industry", np.array(INDUSTRIES, dtype=object)[industry])
-    ctx.set_attr("company", "employees", employees)
-    ctx.set_attr("company", "revenue_usd", revenue)
     ctx.set_attr("company", "website", object_array([f"https://www.{slug(x)}.com" for x in names]))
-    ctx["company"].extra.update(founded=founded, stem=stems, industry=industry)
+    ctx.flow.companies = Companies(founded=founded, stem=stems)
 
     idx = np.arange(n)
     ctx.relate("headquartered_in", "company", idx, "city", hq)
@@ -166,13 +141,91 @@ def generate_companies(ctx: GenContext) -> None:
     _acquisitions(ctx, founded)
 
 
-def _ceos_and_staff(ctx: GenContext, founded: np.ndarray, founder: np.ndarray) -> None:
+def _founded(ctx: GenContext, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """When each company was founded, and by whom (founder, co-founder; -1: nobody known):
+    adults of a founding trade, alive at the time."""
+    rf = ctx.rng("founded_by")
+    if not ctx.has("person"):
+        nobody = np.full(n, -1, np.int64)
+        return sample_dates(rf, n, year_start(1820), ctx.present, recent_bias=1.5), nobody, nobody
+    founded = sample_dates(rf, n, year_start(1905), ctx.present - int(years(0.5)), recent_bias=1.8)
+    founder = pick_people(ctx, rf, ("entrepreneur", "engineer", "scientist", "economist"), founded, 22, 65)
+    cofounder = pick_people(ctx, rf, ("entrepreneur", "engineer"), founded, 22, 65)
+    cofounder = np.where((rf.random(n) < 0.25) & (cofounder != founder), cofounder, -1)
+    return founded, founder, cofounder
+
+
+def _company_figures(ctx: GenContext, founded: np.ndarray) -> np.ndarray:
+    """Industry, staff and revenue (older companies are larger); returns the industry codes."""
     n, present = len(founded), ctx.present
-    p = ctx["person"].extra
-    birth, death, life_end = p["birth"].astype(np.int64), p["death"], alive_to(ctx)
+    r = ctx.rng("company/attributes")
+    industry = r.integers(len(INDUSTRIES), size=n)
+    age_years = (present - founded) / 365.2425
+    employees = (np.exp(r.normal(np.log(60), 1.7, n)) * (1 + age_years / 40)).clip(1, 500_000).astype(np.int64)
+    revenue = employees * np.exp(r.normal(np.log(150_000), 0.7, n)).clip(20_000, 2_000_000)
+    revenue = revenue.clip(10_000, 500_000_000_000).astype(np.int64)
+    ctx.set_attr("company", "industry", np.array(INDUSTRIES, dtype=object)[industry])
+    ctx.set_attr("company", "employees", employees)
+    ctx.set_attr("company", "revenue_usd", revenue)
+    return industry
+
+
+def _company_names(ctx: GenContext, hq: np.ndarray, industry: np.ndarray) -> tuple[list[str], np.ndarray]:
+    def build(s, t, u, slot):
+        if u < 0.7:
+            return f"{s} {_pattern(vocab.COMPANY_SUFFIXES[INDUSTRIES[industry[slot]]], u * 7)}"
+        if u < 0.9:
+            return f"{s} {_pattern(vocab.COMPANY_FORMS, u * 3)}"
+        return f"{s} & {t}"
+
+    culture = _culture_of_cities(ctx, hq)
+    names, stems = org_names(ctx, "company/names", culture, build)
+    ctx.set_names("company", names, aliases=[(s,) for s in stems.tolist()], culture=_culture_names(culture))
+    return names, stems
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """Chief-executive terms: person ceo[i] ran company comp[i] from start[i] (int64 day) to
+    end[i] (int32 day; NA while in office)."""
+
+    comp: np.ndarray
+    ceo: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def _ceos_and_staff(ctx: GenContext, founded: np.ndarray, founder: np.ndarray) -> None:
     rc = ctx.rng("ceo_of")
+    terms = _ceo_terms(ctx, rc, founded, founder)
+    ctx.relate("ceo_of", "person", terms.ceo, "company", terms.comp, start=terms.start, end=terms.end)
+    # A chief executive is on the staff for (at least) the whole term.
+    birth = need(ctx.flow.people, "person").birth.astype(np.int64)
+    w_start = np.maximum.reduce(
+        [
+            founded[terms.comp].astype(np.int64),
+            terms.start - years(rc.uniform(0, 6, len(terms.comp))),
+            birth[terms.ceo] + years(16) + 1,
+        ]
+    )
+    w_start = np.minimum(w_start, terms.start)
+    who, where, start, end = _hires(ctx, founded)
+    ctx.relate(
+        "works_for",
+        "person",
+        np.r_[terms.ceo, who],
+        "company",
+        np.r_[terms.comp, where],
+        start=np.r_[w_start, start],
+        end=np.r_[terms.end, end],
+    )
+
+
+def _term_slots(rc: np.random.Generator, founded: np.ndarray, present: int):
+    """Each company's history from founding to the present cut into successive terms:
+    (company, start, end, is first term, is last term) per term."""
     k = 1 + rc.poisson((present - founded) / years(14)).clip(0, 5)
-    comp = np.repeat(np.arange(n), k)
+    comp = np.repeat(np.arange(len(founded)), k)
     first = np.r_[True, comp[1:] != comp[:-1]]
     u = np.where(first, 0.0, rc.random(len(comp)))
     order = np.lexsort((u, comp))
@@ -182,24 +235,31 @@ def _ceos_and_staff(ctx: GenContext, founded: np.ndarray, founder: np.ndarray) -
     last = np.r_[comp[1:] != comp[:-1], True]
     seg_end = np.where(last, present, np.r_[seg_start[1:], present])
     keep = seg_end > seg_start
-    comp, seg_start, seg_end, first, last = comp[keep], seg_start[keep], seg_end[keep], first[keep], last[keep]
+    return comp[keep], seg_start[keep], seg_end[keep], first[keep], last[keep]
+
+
+def _ceo_terms(ctx: GenContext, rc: np.random.Generator, founded: np.ndarray, founder: np.ndarray) -> _Terms:
+    """Who held each term: the founder the first one if they outlive it, else an adult alive
+    throughout; terms nobody can fill are dropped."""
+    people = need(ctx.flow.people, "person")
+    comp, seg_start, seg_end, first, last = _term_slots(rc, founded, ctx.present)
     fnd = founder[comp]
     founder_ok = first & (fnd >= 0)
-    founder_ok &= np.where(fnd >= 0, life_end[np.maximum(fnd, 0)] > seg_end, False)
+    founder_ok &= np.where(fnd >= 0, alive_to(ctx)[np.maximum(fnd, 0)] > seg_end, False)
     ceo = np.where(founder_ok, fnd, -1)
-    need = ceo < 0
-    ceo[need] = people_picker(ctx).pick(rc, seg_start[need], 28, 68, until=seg_end[need])
+    vacant = ceo < 0
+    ceo[vacant] = people_picker(ctx).pick(rc, seg_start[vacant], 28, 68, until=seg_end[vacant])
     ok = ceo >= 0
     comp, ceo, seg_start, seg_end, last = comp[ok], ceo[ok], seg_start[ok], seg_end[ok], last[ok]
-    ongoing = last & (death[ceo] == NA_DATE)
-    ceo_end = np.where(ongoing, NA, seg_end).astype(np.int32)
-    ctx.relate("ceo_of", "person", ceo, "company", comp, start=seg_start, end=ceo_end)
-    # A chief executive is on the staff for (at least) the whole term.
-    w_start = np.maximum.reduce(
-        [founded[comp].astype(np.int64), seg_start - years(rc.uniform(0, 6, len(comp))), birth[ceo] + years(16) + 1]
-    )
-    w_start = np.minimum(w_start, seg_start)
+    ongoing = last & (people.death[ceo] == NA_DATE)
+    return _Terms(comp, ceo, seg_start, np.where(ongoing, NA, seg_end).astype(np.int32))
 
+
+def _hires(ctx: GenContext, founded: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ordinary staff: adults joining a company that existed then, for a few years.
+    Returns (person, company, start, end)."""
+    people = need(ctx.flow.people, "person")
+    birth, death, life_end = people.birth.astype(np.int64), people.death, alive_to(ctx)
     rw = ctx.rng("works_for")
     m = int(0.3 * len(birth))
     who = rw.integers(len(birth), size=m)
@@ -209,16 +269,10 @@ def _ceos_and_staff(ctx: GenContext, founded: np.ndarray, founder: np.ndarray) -
     where = pick_founded_before(rw, founded, start)
     ok = where >= 0
     who, start, where = who[ok], start[ok], where[ok]
-    end = bounded_interval(start, start + years(rw.exponential(7, len(who))) + 30, life_end[who], death[who], present)
-    ctx.relate(
-        "works_for",
-        "person",
-        np.r_[ceo, who],
-        "company",
-        np.r_[comp, where],
-        start=np.r_[w_start, start],
-        end=np.r_[ceo_end, end],
+    end = bounded_interval(
+        start, start + years(rw.exponential(7, len(who))) + 30, life_end[who], death[who], ctx.present
     )
+    return who, where, start, end
 
 
 def _acquisitions(ctx: GenContext, founded: np.ndarray) -> None:
@@ -241,7 +295,7 @@ def generate_universities(ctx: GenContext) -> None:
     r = ctx.rng("university/attributes")
     hi = min(year_end(2005), present - int(years(5)))
     founded = (year_start(1150) + np.floor(r.beta(2.5, 1.2, n) * (hi - year_start(1150)))).astype(np.int32)
-    city = weighted_choice(ctx.rng("university/located_in"), ctx["city"].extra["weight"], n)
+    city = weighted_choice(ctx.rng("university/located_in"), need(ctx.flow.cities, "city").population, n)
     kind = r.integers(len(UNIVERSITY_KINDS), size=n)
     students = np.exp(r.normal(np.log(9_000), 0.9, n)).clip(300, 120_000).astype(np.int64)
     city_names = ctx["city"].names
@@ -256,14 +310,16 @@ def generate_universities(ctx: GenContext) -> None:
     ctx.set_attr("university", "students", students)
     ctx.set_attr("university", "kind", np.array(UNIVERSITY_KINDS, dtype=object)[kind])
     ctx.set_attr("university", "website", object_array([f"https://www.{slug(x)}.edu" for x in names]))
-    ctx["university"].extra.update(founded=founded)
+    ctx.flow.universities = Founded(founded=founded)
     ctx.relate("located_in", "university", np.arange(n), "city", city)
+    if ctx.has("person"):
+        _students(ctx, founded)
 
-    if not ctx.has("person"):
-        return
+
+def _students(ctx: GenContext, founded: np.ndarray) -> None:
+    """55% of people study after school at a university that existed then; some study twice."""
     rs = ctx.rng("studied_at")
-    p = ctx["person"].extra
-    birth = p["birth"].astype(np.int64)
+    birth = need(ctx.flow.people, "person").birth.astype(np.int64)
     who = np.flatnonzero(rs.random(len(birth)) < 0.55)
     start = birth[who] + years(rs.uniform(17.5, 23, len(who)))
     subj, obj, starts, ends = successive_stints(
@@ -279,7 +335,7 @@ def generate_publishers(ctx: GenContext) -> None:
     r = ctx.rng("publisher/attributes")
     hi = min(year_end(2015), ctx.present - int(years(1)))
     founded = (year_start(1750) + np.floor(r.beta(2.0, 1.3, n) * (hi - year_start(1750)))).astype(np.int32)
-    hq = weighted_choice(ctx.rng("publisher/headquartered_in"), ctx["city"].extra["weight"], n)
+    hq = weighted_choice(ctx.rng("publisher/headquartered_in"), need(ctx.flow.cities, "city").population, n)
     employees = np.exp(r.normal(np.log(40), 1.2, n)).clip(2, 15_000).astype(np.int64)
 
     def build(s, t, u, slot):
@@ -292,7 +348,7 @@ def generate_publishers(ctx: GenContext) -> None:
     ctx.set_attr("publisher", "founded", founded)
     ctx.set_attr("publisher", "employees", employees)
     ctx.set_attr("publisher", "website", object_array([f"https://www.{slug(x)}.com" for x in names]))
-    ctx["publisher"].extra.update(founded=founded)
+    ctx.flow.publishers = Founded(founded=founded)
     ctx.relate("headquartered_in", "publisher", np.arange(n), "city", hq)
 
 
@@ -304,7 +360,7 @@ def generate_sports_teams(ctx: GenContext) -> None:
     founded = sample_dates(r, n, year_start(1870), min(year_end(2015), present - int(years(1))), recent_bias=1.3)
     sport = r.integers(len(SPORTS), size=n)
     capacity = np.exp(r.normal(np.log(12_000), 0.9, n)).clip(800, 100_000).astype(np.int64)
-    city = weighted_choice(ctx.rng("based_in"), ctx["city"].extra["weight"], n)
+    city = weighted_choice(ctx.rng("based_in"), need(ctx.flow.cities, "city").population, n)
     city_names = ctx["city"].names
 
     def build(s, t, u, slot):
@@ -319,13 +375,16 @@ def generate_sports_teams(ctx: GenContext) -> None:
     ctx.set_attr("sports_team", "stadium_capacity", capacity)
     ctx.set_attr("sports_team", "website", object_array([f"https://www.{slug(x)}.club" for x in names]))
     ctx.relate("based_in", "sports_team", np.arange(n), "city", city)
+    if ctx.has("person"):
+        _players(ctx, founded)
 
-    if not ctx.has("person"):
-        return
+
+def _players(ctx: GenContext, founded: np.ndarray) -> None:
+    """Athletes play for teams that existed when they started: one or two careers each."""
     rm = ctx.rng("member_of")
-    p = ctx["person"].extra
-    birth = p["birth"].astype(np.int64)
-    who = np.flatnonzero(p["occupation"] == OCCUPATIONS.index("athlete"))
+    people = need(ctx.flow.people, "person")
+    birth = people.birth.astype(np.int64)
+    who = np.flatnonzero(people.occupation == OCCUPATIONS.index("athlete"))
     start = birth[who] + years(rm.uniform(17, 26, len(who)))
     subj, obj, starts, ends = successive_stints(
         ctx, rm, who, start, founded, lead=30, duration=(1, 10), again=0.4, gap=(0.0, 1.0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fictionworld.dates import NA_DATE, year_end, year_start
@@ -17,6 +19,7 @@ from generators.base import (
     weighted_choice,
     years,
 )
+from generators.flow import Cities, People, need
 from generators.morphology import CULTURES, given_names, invent_words
 
 SOURCE = "people-v0"
@@ -52,11 +55,60 @@ def _min_nonna(a: np.ndarray, b: np.ndarray, fill: int) -> np.ndarray:
     return np.minimum(a, b)
 
 
+@dataclass(frozen=True)
+class _Lives:
+    """Born → (died): when, where, as whom; drawn before anyone meets anyone."""
+
+    birth: np.ndarray  # int32 day
+    death: np.ndarray  # int32 day, NA_DATE while alive
+    female: np.ndarray  # bool
+    occupation: np.ndarray  # index into OCCUPATIONS
+    height: np.ndarray  # int64 cm
+    born_in: np.ndarray  # local city
+    died_in: np.ndarray  # local city, -1 while alive
+    culture: np.ndarray  # index into CULTURES (of the birth city)
+
+
+@dataclass(frozen=True)
+class _Marriages:
+    """Couples (a[i], b[i]) married from start[i] until end[i] (NA: still married); limit[i]
+    is the last day both live."""
+
+    a: np.ndarray
+    b: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    limit: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Children:
+    """child[i] was born to couple[i] (an index into _Marriages): parents pa[i] and pb[i]."""
+
+    couple: np.ndarray
+    child: np.ndarray
+    pa: np.ndarray
+    pb: np.ndarray
+
+
 @register(SOURCE, produces=("person",), after=("city",))
 def generate_people(ctx: GenContext) -> None:
     ctx.source = SOURCE
+    cities = need(ctx.flow.cities, "city")
+    lives = _born(ctx, cities)
+    marriages = _married(ctx, lives)
+    children = _had_children(ctx, lives, marriages)
+    names = _named(ctx, lives, children)
+    in_family = np.zeros(len(names), bool)
+    in_family[np.concatenate([marriages.a, marriages.b, children.child])] = True
+    female, group = _namesakes(ctx, names, lives.female, in_family)
+    _record_people(ctx, lives, names, female, group)
+    _relate_people(ctx, cities, lives, marriages, children)
+    ctx.flow.people = People(birth=lives.birth, death=lives.death, occupation=lives.occupation, culture=lives.culture)
+
+
+def _born(ctx: GenContext, cities: Cities) -> _Lives:
     n, present = ctx.counts["person"], ctx.present
-    city = ctx["city"]
     r = ctx.rng("person/attributes")
     # births span 1880-2006 for a 2025 world; a later present shifts that window forward
     shift = max(0, present - year_end(2025))
@@ -68,15 +120,18 @@ def generate_people(ctx: GenContext) -> None:
     occupation = weighted_choice(r, occ_w, n)
     height = np.round(np.where(female, r.normal(166, 7, n), r.normal(179, 7, n))).clip(145, 210).astype(np.int64)
 
-    born_in = weighted_choice(ctx.rng("born_in"), city.extra["weight"], n)
+    born_in = weighted_choice(ctx.rng("born_in"), cities.population, n)
     rd = ctx.rng("died_in")
-    died_in = np.where(rd.random(n) < 0.7, born_in, weighted_choice(rd, city.extra["weight"], n))
+    died_in = np.where(rd.random(n) < 0.7, born_in, weighted_choice(rd, cities.population, n))
     died_in = np.where(death != NA_DATE, died_in, -1)
-    culture = city.extra["culture"][born_in]
+    return _Lives(birth, death, female, occupation, height, born_in, died_in, cities.culture[born_in])
 
-    # -- marriages: pairs of people of similar age, one marriage each ---------------------
+
+def _married(ctx: GenContext, lives: _Lives) -> _Marriages:
+    """Pairs of people of similar age, one marriage each, while both live."""
+    birth, death = lives.birth, lives.death
     rm = ctx.rng("married_to")
-    alive_to = np.where(death == NA_DATE, present, death).astype(np.int64)
+    alive_to = np.where(death == NA_DATE, ctx.present, death).astype(np.int64)
     eligible = np.flatnonzero(birth + years(20) < alive_to)
     chosen = eligible[rm.random(len(eligible)) < 0.7]
     chosen = chosen[np.argsort(birth[chosen] + rm.normal(0, years(3), len(chosen)), kind="stable")]
@@ -88,18 +143,23 @@ def generate_people(ctx: GenContext) -> None:
     a, b, start, limit = a[ok], b[ok], start[ok].astype(np.int32), limit[ok]
     end = _min_nonna(death[a], death[b], np.iinfo(np.int32).max)
     end = np.where(end == np.iinfo(np.int32).max, NA_DATE, end).astype(np.int32)
+    return _Marriages(a, b, start, end, limit)
 
-    # -- children: born to a couple while both parents live ---------------------------------
+
+def _had_children(ctx: GenContext, lives: _Lives, m: _Marriages) -> _Children:
+    """Children born to a couple while both parents live: existing people, one pair of
+    parents each."""
+    birth, n = lives.birth, len(lives.birth)
     rc = ctx.rng("parent_of")
-    k = rc.choice(4, size=len(a), p=[0.25, 0.35, 0.25, 0.15])
-    couple = np.repeat(np.arange(len(a)), k)
-    lo = start[couple].astype(np.int64) + years(0.8)
+    k = rc.choice(4, size=len(m.a), p=[0.25, 0.35, 0.25, 0.15])
+    couple = np.repeat(np.arange(len(m.a)), k)
+    lo = m.start[couple].astype(np.int64) + years(0.8)
     hi = np.minimum.reduce(
         [
-            limit[couple],
-            start[couple] + years(22),
-            birth[a[couple]] + years(50),
-            birth[b[couple]] + years(50),
+            m.limit[couple],
+            m.start[couple] + years(22),
+            birth[m.a[couple]] + years(50),
+            birth[m.b[couple]] + years(50),
         ]
     ).astype(np.int64)
     by_birth = np.argsort(birth, kind="stable")
@@ -113,11 +173,21 @@ def generate_people(ctx: GenContext) -> None:
     _, first = np.unique(child, return_index=True)  # a child has one pair of parents
     keep = np.sort(first)
     couple, child = couple[keep], child[keep]
-    pa, pb = a[couple], b[couple]
+    return _Children(couple, child, m.a[couple], m.b[couple])
 
-    # -- names: invented surnames inherited from the first parent -----------------------------
+
+def _named(ctx: GenContext, lives: _Lives, children: _Children) -> np.ndarray:
+    """Full names, distinct and none a famous real person's; one stream for all name parts."""
     rn = ctx.rng("person/names")
-    surname = np.empty(n, dtype=object)
+    surname = _surnames(rn, lives, children)
+    given = _given_names(rn, lives.culture, lives.female)
+    return _full_names(rn, lives, given, surname)
+
+
+def _surnames(rn: np.random.Generator, lives: _Lives, children: _Children) -> np.ndarray:
+    """Invented per culture; a child inherits the first parent's (elder children first)."""
+    culture = lives.culture
+    surname = np.empty(len(culture), dtype=object)
     for c in np.unique(culture).tolist():
         idx = np.flatnonzero(culture == c)
         cul = CULTURES[c]
@@ -127,14 +197,23 @@ def generate_people(ctx: GenContext) -> None:
         surname[idx] = [
             join_suffix(s, cul.surname_endings[e]) if u else s for s, e, u in zip(stems, ends.tolist(), use.tolist())
         ]
-    order = np.argsort(birth[child], kind="stable")
-    for c_, p_ in zip(child[order].tolist(), pa[order].tolist()):
+    order = np.argsort(lives.birth[children.child], kind="stable")
+    for c_, p_ in zip(children.child[order].tolist(), children.pa[order].tolist()):
         surname[c_] = surname[p_]
+    return surname
 
-    given = np.empty(n, dtype=object)
+
+def _given_names(rn: np.random.Generator, culture: np.ndarray, female: np.ndarray) -> np.ndarray:
+    given = np.empty(len(culture), dtype=object)
     for c in np.unique(culture).tolist():
         idx = np.flatnonzero(culture == c)
         given[idx] = given_names(CULTURES[c], female[idx], rn)
+    return given
+
+
+def _full_names(rn: np.random.Generator, lives: _Lives, given: np.ndarray, surname: np.ndarray) -> np.ndarray:
+    """Given name and surname; a clash gets a middle initial, and from round 4 a new given name."""
+    culture, female = lives.culture, lives.female
     famous = famous_people()
 
     def candidates(slots: np.ndarray, rnd: int) -> list[str]:
@@ -147,40 +226,46 @@ def generate_people(ctx: GenContext) -> None:
         initials = _LETTERS[rn.integers(len(_LETTERS), size=len(slots))]
         return [f"{g} {i}. {s}" for g, i, s in zip(given[slots], initials, surname[slots])]
 
-    names = np.array(unique_names(candidates, n, reject=lambda x: normalize(x) in famous), dtype=object)
+    return np.array(unique_names(candidates, len(culture), reject=lambda x: normalize(x) in famous), dtype=object)
 
-    # -- deliberate namesakes (recorded): people outside families take another's name --------
-    group = np.full(n, -1, np.int32)
-    in_family = np.zeros(n, bool)
-    in_family[np.concatenate([a, b, child])] = True
+
+def _namesakes(
+    ctx: GenContext, names: np.ndarray, female: np.ndarray, in_family: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Deliberate, recorded namesakes: people outside families take another's name (and, so
+    the given name fits, gender). Renames ``names`` in place; returns (female, group)."""
+    group = np.full(len(names), -1, np.int32)
     copies, originals = namesake_pairs(ctx, "person", np.flatnonzero(~in_family))
     names[copies] = names[originals]
-    female[copies] = female[originals]  # a namesake's given name fits their recorded gender
+    female = female.copy()
+    female[copies] = female[originals]
     group[copies] = originals
     group[originals] = originals
+    return female, group
 
+
+def _record_people(ctx: GenContext, lives: _Lives, names: np.ndarray, female: np.ndarray, group: np.ndarray) -> None:
     aliases = [(f"{x.split(' ')[0][0]}. {x.split(' ')[-1]}",) for x in names.tolist()]
     cult_names = np.array([c.name for c in CULTURES], dtype=object)
-    ctx.set_names("person", names, aliases=aliases, culture=cult_names[culture], namesake_group=group)
-    ctx.set_attr("person", "birth_date", birth)
-    ctx.set_attr("person", "death_date", death)
+    ctx.set_names("person", names, aliases=aliases, culture=cult_names[lives.culture], namesake_group=group)
+    ctx.set_attr("person", "birth_date", lives.birth)
+    ctx.set_attr("person", "death_date", lives.death)
     ctx.set_attr("person", "gender", np.array(GENDERS, dtype=object)[np.where(female, 0, 1)])
-    ctx.set_attr("person", "occupation", np.array(OCCUPATIONS, dtype=object)[occupation])
-    ctx.set_attr("person", "height_cm", height)
+    ctx.set_attr("person", "occupation", np.array(OCCUPATIONS, dtype=object)[lives.occupation])
+    ctx.set_attr("person", "height_cm", lives.height)
 
-    idx = np.arange(n)
-    ctx.relate("born_in", "person", idx, "city", born_in)
-    ctx.relate("died_in", "person", idx, "city", died_in)
-    ctx.relate("citizen_of", "person", idx, "country", city.extra["country"][born_in])
-    ctx.relate(
-        "married_to", "person", np.r_[a, b], "person", np.r_[b, a], start=np.r_[start, start], end=np.r_[end, end]
-    )
-    ctx.relate("parent_of", "person", np.r_[pa, pb], "person", np.r_[child, child])
-    ctx.relate("child_of", "person", np.r_[child, child], "person", np.r_[pa, pb])
-    s1, s2 = _sibling_pairs(couple, child)
+
+def _relate_people(ctx: GenContext, cities: Cities, lives: _Lives, m: _Marriages, kids: _Children) -> None:
+    idx = np.arange(len(lives.birth))
+    ctx.relate("born_in", "person", idx, "city", lives.born_in)
+    ctx.relate("died_in", "person", idx, "city", lives.died_in)
+    ctx.relate("citizen_of", "person", idx, "country", cities.country[lives.born_in])
+    start, end = np.r_[m.start, m.start], np.r_[m.end, m.end]
+    ctx.relate("married_to", "person", np.r_[m.a, m.b], "person", np.r_[m.b, m.a], start=start, end=end)
+    ctx.relate("parent_of", "person", np.r_[kids.pa, kids.pb], "person", np.r_[kids.child, kids.child])
+    ctx.relate("child_of", "person", np.r_[kids.child, kids.child], "person", np.r_[kids.pa, kids.pb])
+    s1, s2 = _sibling_pairs(kids.couple, kids.child)
     ctx.relate("sibling_of", "person", s1, "person", s2)
-
-    ctx["person"].extra.update(birth=birth, death=death, occupation=occupation, culture=culture)
 
 
 def _sibling_pairs(couple: np.ndarray, child: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ from fictionworld.schema import BOOK_GENRES, FILM_GENRES, MUSIC_GENRES, OCCUPATI
 from fictionworld.tables import object_array
 from generators import vocab
 from generators.base import GenContext, clean_stems, pick_founded_before, register, sample_dates, unique_names, years
+from generators.flow import Released, need
 from generators.morphology import CULTURES
 from generators.orgs import alive_to, pick_people
 
@@ -27,13 +28,13 @@ def active_people(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``n`` (person, date) pairs: a person of the occupations (else anyone) and a date at
     which they were alive and aged [min_age, max_age], not before ``lo``."""
-    p = ctx["person"].extra
-    birth, life_end = p["birth"].astype(np.int64), alive_to(ctx)
+    people = need(ctx.flow.people, "person")
+    birth, life_end = people.birth.astype(np.int64), alive_to(ctx)
     w_lo = np.maximum(birth + years(min_age), lo)
     w_hi = np.minimum(np.minimum(birth + years(max_age), life_end), ctx.present)
     ok = w_hi > w_lo
     codes = [OCCUPATIONS.index(o) for o in occupations]
-    pool = np.flatnonzero(ok & np.isin(p["occupation"], codes))
+    pool = np.flatnonzero(ok & np.isin(people.occupation, codes))
     if len(pool) == 0:
         pool = np.flatnonzero(ok)
     if len(pool) == 0:
@@ -70,7 +71,7 @@ def _person_culture(ctx: GenContext, who: np.ndarray, rng: np.random.Generator) 
     fallback = rng.integers(len(CULTURES), size=len(who))
     if not ctx.has("person"):
         return fallback
-    return np.where(who >= 0, ctx["person"].extra["culture"][np.maximum(who, 0)], fallback)
+    return np.where(who >= 0, need(ctx.flow.people, "person").culture[np.maximum(who, 0)], fallback)
 
 
 def _isbn13(rng: np.random.Generator, n: int) -> list[str]:
@@ -88,7 +89,7 @@ def _isbn13(rng: np.random.Generator, n: int) -> list[str]:
 def _org_after(ctx: GenContext, rng, org_type: str, when: np.ndarray, share: float) -> np.ndarray:
     if not ctx.has(org_type):
         return np.full(len(when), -1, np.int64)
-    org = pick_founded_before(rng, ctx[org_type].extra["founded"], when)
+    org = pick_founded_before(rng, ctx.flow.founded(org_type).founded, when)
     return np.where(rng.random(len(when)) < share, org, -1)
 
 
@@ -97,7 +98,7 @@ def generate_books(ctx: GenContext) -> None:
     ctx.source = "books-v0"
     n, present = ctx.counts["book"], ctx.present
     r = ctx.rng("book/attributes")
-    pub_founded = ctx["publisher"].extra["founded"]
+    pub_founded = need(ctx.flow.publishers, "publisher").founded
     lo = max(year_start(1880), int(pub_founded.min()) + 1)
     ra = ctx.rng("author_of")
     if ctx.has("person"):
@@ -111,7 +112,7 @@ def generate_books(ctx: GenContext) -> None:
     ctx.set_attr("book", "page_count", np.exp(r.normal(np.log(280), 0.45, n)).clip(48, 1400).astype(np.int64))
     ctx.set_attr("book", "genre", np.array(BOOK_GENRES, dtype=object)[r.integers(len(BOOK_GENRES), size=n)])
     ctx.set_attr("book", "isbn", object_array(_isbn13(r, n)))
-    ctx["book"].extra.update(date=date)
+    ctx.flow.books = Released(date=date)
     ctx.relate("author_of", "person", author, "book", np.arange(n))
     ctx.relate("published_by", "book", np.arange(n), "publisher", publisher)
 
@@ -134,7 +135,7 @@ def generate_films(ctx: GenContext) -> None:
     ctx.set_attr("film", "genre", np.array(FILM_GENRES, dtype=object)[r.integers(len(FILM_GENRES), size=n)])
     box = np.exp(r.normal(np.log(5e6), 1.8, n)).clip(1_000, 2.8e9).astype(np.int64)
     ctx.set_attr("film", "box_office_usd", np.where(r.random(n) < 0.7, box, np.iinfo(np.int64).min))
-    ctx["film"].extra.update(date=date)
+    ctx.flow.films = Released(date=date)
     ctx.relate("directed_by", "film", np.arange(n), "person", director)
     ctx.relate("produced_by", "film", np.arange(n), "company", producer)
     ctx.relate("starred_in", "person", pairs[:, 1], "film", pairs[:, 0])
@@ -154,7 +155,7 @@ def generate_albums(ctx: GenContext) -> None:
     ctx.set_attr("album", "runtime_min", runtime.astype(np.int64))
     ctx.set_attr("album", "genre", np.array(MUSIC_GENRES, dtype=object)[r.integers(len(MUSIC_GENRES), size=n)])
     ctx.set_attr("album", "track_count", tracks)
-    ctx["album"].extra.update(date=date)
+    ctx.flow.albums = Released(date=date)
     ctx.relate("performed_by", "album", np.arange(n), "person", artist)
     ctx.relate("released_by", "album", np.arange(n), "company", label)
 
@@ -192,13 +193,14 @@ def generate_products(ctx: GenContext) -> None:
     n, present = ctx.counts["product"], ctx.present
     r = ctx.rng("product/attributes")
     rm = ctx.rng("manufactured_by")
-    founded = ctx["company"].extra["founded"]
+    companies = need(ctx.flow.companies, "company")
+    founded = companies.founded
     date = sample_dates(rm, n, max(year_start(1905), int(founded.min()) + 1), present, 2.5).astype(np.int64)
     maker = pick_founded_before(rm, founded, date)
     category = r.integers(len(PRODUCT_CATEGORIES), size=n)
     base = np.array([_PRICE[c] for c in PRODUCT_CATEGORIES], np.float64)[category]
     price = np.round(base * np.exp(r.normal(0, 0.4, n)), 2).clip(1, 490_000)
-    brand = ctx["company"].extra["stem"][maker]
+    brand = companies.stem[maker]
     rn = ctx.rng("product/names")
 
     def candidates(slots: np.ndarray, rnd: int) -> list[str]:
