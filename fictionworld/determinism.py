@@ -17,12 +17,13 @@ def check_determinism(seed: int = 0, entities: int = 1_000, spec=None) -> list[s
     >>> check_determinism(seed=1, entities=300)
     []
     """
-    import fictionworld as fw
+    from fictionworld.spec import default_spec
+    from generators import generate_world
 
-    spec = (spec or fw.default_spec()).scaled(entities)
-    first = fw.generate(seed=seed, spec=spec).world_hash
+    spec = (spec or default_spec()).scaled(entities)
+    first = generate_world(spec, seed).world_hash
     problems = []
-    again = fw.generate(seed=seed, spec=spec).world_hash
+    again = generate_world(spec, seed).world_hash
     if again != first:
         problems.append(f"same process, same seed: {first} then {again}")
     code = (

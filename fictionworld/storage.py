@@ -148,7 +148,7 @@ def save_world(world: World, path: str | Path, *, overwrite: bool = False, web: 
 
 
 def _created_by() -> str:
-    from fictionworld import __version__
+    from fictionworld._version import __version__
 
     return f"fictionworld {__version__}"
 

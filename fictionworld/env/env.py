@@ -15,6 +15,7 @@ after the episode is over, comes back as an ``Error: …`` observation.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,9 +24,10 @@ from fictionworld.env.prompts import system_prompt
 from fictionworld.env.tools import TOOL_SETS, ToolCall, arg_limit, parse_action, short_repr, to_json, tool_schemas
 from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
+from fictionworld.seeding import mix64_int
 from fictionworld.web import ToolStatus
 from fictionworld.web.text import valid_text
-from fictionworld.worldmodel.config import WorldModelConfig, use_world_model
+from fictionworld.worldmodel.config import WorldModelConfig, with_world_model
 
 __all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER"]
 
@@ -72,11 +74,15 @@ class SearchEnv:
     at a time; ``reset`` starts the next. The web (and the world under it) is shared, never
     copied."""
 
-    def __init__(self, web, config: EnvConfig | None = None):
-        self.web = web
+    def __init__(self, web, config: EnvConfig | None = None, *, tasks: Sequence | None = None):
         self.config = config or EnvConfig()
-        if self.config.world_model.kind != "template":  # the default leaves a model set on the web alone
-            use_world_model(web, self.config.world_model)
+        # A world model other than the default gets its own view of the web: the web given is
+        # shared (other envs, other threads) and is never changed. The default leaves a model
+        # set on the web alone.
+        self.web = web if self.config.world_model.kind == "template" else with_world_model(web, self.config.world_model)
+        self.tasks = list(tasks) if tasks is not None else []
+        self._task_by_id = {t.instance_id: t for t in self.tasks}
+        self._episodes = 0
         names = TOOL_SETS[self.config.tools]
         self.tool_names = names
         self.tools = tool_schemas(self.config.tools)
@@ -88,8 +94,36 @@ class SearchEnv:
         self.answer: str | None = None
         self.scores: Scores | None = None
 
+    @classmethod
+    def from_config(cls, *, world=None, web=None, tasks: Sequence | None = None, **config) -> SearchEnv:
+        """The env ``fictionworld.make("fictionworld/Search-v0", world=…, **config)`` builds:
+        over ``web`` (default: ``world.web``), with :class:`EnvConfig` fields as keywords and
+        optionally the ``tasks`` that :meth:`reset` draws from when it is given none."""
+        if web is None:
+            if world is None:
+                raise TypeError("SearchEnv needs world= (or web=)")
+            web = world.web
+        return cls(web, EnvConfig.model_validate(config), tasks=tasks)
+
     # -- episode ------------------------------------------------------------------------
-    def reset(self, task, *, seed: int, step: int = 0, knobs: Knobs | None = None) -> tuple[list[dict], dict]:
+    def reset(self, task=None, *, seed: int | None = None, options: dict | None = None, step: int = 0,
+              knobs: Knobs | None = None) -> tuple[list[dict], dict]:  # fmt: skip
+        """Start an episode. Gymnasium's form works: ``reset(seed=3, options={"task": t})``;
+        ``task`` (or ``options["task"]``) is a :class:`Task`, a task dict, or the instance id of
+        one of the env's ``tasks``; with none, the env draws one of its ``tasks`` from ``seed``.
+        ``seed`` fixes the episode's injected faults; None takes the next of 0, 1, 2, … (never
+        the clock). ``options`` may also hold ``step`` (for a knob schedule) and ``knobs``."""
+        options = dict(options or {})
+        unknown = set(options) - {"task", "step", "knobs"}
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {sorted(unknown)}: use task, step, knobs")
+        seed = self._episodes if seed is None else int(seed)
+        self._episodes += 1
+        task = self._task(options.get("task", task), seed)
+        step = int(options.get("step", step))
+        knobs = options.get("knobs", knobs)
+        if isinstance(knobs, dict):
+            knobs = Knobs.model_validate(knobs)
         c = self.config
         if knobs is None:
             knobs = c.schedule.at(step) if c.schedule is not None else (c.knobs or self.web.knobs)
@@ -155,6 +189,21 @@ class SearchEnv:
         if self.done:
             info |= {"reason": self.reason, "scores": self.scores.model_dump(), "answer": self.answer}
         return obs, r, terminated, truncated, info
+
+    def _task(self, task, seed: int):
+        if task is None:
+            if not self.tasks:
+                raise ValueError("reset needs a task (task=…, or options={'task': …}), or an env made with tasks=[…]")
+            return self.tasks[int(mix64_int(seed, 0x7A5C) % len(self.tasks))]
+        if isinstance(task, str):
+            if task not in self._task_by_id:
+                raise ValueError(f"no task {task!r} among this env's {len(self.tasks)} tasks")
+            return self._task_by_id[task]
+        if isinstance(task, dict):
+            from fictionworld.tasks.model import Task
+
+            return Task.model_validate(task)
+        return task
 
     def end(self, reason: str) -> float:
         """Ends the episode from outside (a wall-clock deadline, a failed agent): scored like a

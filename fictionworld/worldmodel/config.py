@@ -3,11 +3,12 @@ actors build the same one) and behind ``--world-model template|sglang`` on the c
 
 from __future__ import annotations
 
+import copy
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["WorldModelConfig", "make_world_model", "use_world_model", "QWEN_AGENTWORLD_SAMPLING"]
+__all__ = ["WorldModelConfig", "make_world_model", "with_world_model", "use_world_model", "sglang_world_model", "QWEN_AGENTWORLD_SAMPLING"]
 
 # The sampling the Qwen-AgentWorld model card recommends for its world model.
 QWEN_AGENTWORLD_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
@@ -62,8 +63,28 @@ def make_world_model(config: WorldModelConfig | dict | None, web):
                             cooldown=c.cooldown)  # fmt: skip
 
 
+def sglang_world_model(web, **config):
+    """The SGLang world model bound to ``web`` (the registry's ``sglang`` entry)."""
+    return make_world_model(WorldModelConfig(kind="sglang", **config), web)
+
+
+def with_world_model(web, config: WorldModelConfig | dict | None):
+    """``web`` with pages written by the world model ``config`` names: ``web`` itself when it
+    has that model already, else a shallow view sharing its pages, index and linker. The web
+    given is never changed (several envs may share it)."""
+    config = WorldModelConfig.model_validate(config or {})
+    current = getattr(web, "_world_model_config", None)
+    if current == config:
+        return web
+    view = copy.copy(web)
+    view.model = make_world_model(config, view)
+    view._world_model_config = config
+    return view
+
+
 def use_world_model(web, config: WorldModelConfig | dict | None):
-    """Sets ``web.model`` from ``config`` unless it is that kind already; returns the model."""
+    """Sets ``web.model`` from ``config`` unless it is that kind already; returns the model.
+    This changes ``web`` for everyone using it; :func:`with_world_model` does not."""
     config = WorldModelConfig.model_validate(config or {})
     current = getattr(web, "_world_model_config", None)
     if current != config:
