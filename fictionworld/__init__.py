@@ -12,8 +12,8 @@ True
 >>> env = fw.make("fictionworld/Search-v0", world=world, tasks=tasks, max_turns=8)
 >>> fw.check_env(env)
 []
->>> fw.score("no table here", tasks[0]).item_f1
-0.0
+>>> fw.score(tasks[0].gold.markdown(), tasks[0]).score, fw.score("no table here", tasks[0]).score
+(1.0, 0.0)
 
 Everything below the facade (``fictionworld.web``, ``fictionworld.tasks``, ``rollout``, …) is
 importable too; this module only names the public entry points, and imports the heavier layers
