@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 __all__ = ["EntrySpec", "Kind", "register", "make", "spec", "registered", "RegistryError", "KINDS"]
 
-Kind = Literal["env", "task", "world_model", "search_backend", "scorer", "agent", "generator"]
+Kind = Literal["web", "env", "task", "world_model", "search_backend", "scorer", "agent", "generator"]
 KINDS: tuple[str, ...] = Kind.__args__
 _ID = re.compile(r"^(?:(?P<ns>[\w.-]+)/)?(?P<name>[\w.]+?)(?:-v(?P<version>\d+))?$")
 
@@ -131,6 +131,8 @@ def make(id: str, *, kind: Kind | None = None, **config: Any) -> Any:
 _BUILTINS: tuple[tuple[str, Kind, str, tuple[str, ...], str, dict], ...] = (
     ("fictionworld/World-v0", "generator", "fictionworld:generate", ("world",),
      "a whole world from a seed and a spec: the generators package's stages in causal order", {}),
+    ("fictionworld/Web-v0", "web", "fictionworld.web:web_for", ("web",),
+     "a world's web: opened from its directory when saved with one, else rendered and indexed now", {}),
     ("fictionworld/Search-v0", "env", "fictionworld.env.env:SearchEnv.from_config", ("search",),
      "search/open/answer tools over a world's web; strict reward", {}),
     ("fictionworld/AgentWorldSearch-v0", "env", "fictionworld.env.env:SearchEnv.from_config", ("agentworld",),

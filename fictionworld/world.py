@@ -203,12 +203,11 @@ class World:
     @cached_property
     def web(self):
         """The rendered web (pages, index, world model): opened from the world directory if it
-        was saved with one, else built now (seconds per 10k entities)."""
-        from fictionworld.web import Web
+        was saved with one, else built now (seconds per 10k entities). The web is a higher
+        layer: it is made by registry id, not imported."""
+        from fictionworld.registry import make
 
-        if self.path is not None and (self.path / "web.json").exists():
-            return Web.load(self, self.path)
-        return Web.build(self)
+        return make("fictionworld/Web-v0", world=self)
 
     def search(self, query: str, k: int | None = None, page: int = 1, knobs=None):
         """Ranked :class:`SearchResult` list for ``query`` (see :meth:`Web.search`)."""

@@ -203,3 +203,16 @@ def test_query_validation():
     with pytest.raises(ValueError):
         Query(type="company", columns=(), bogus=1)
     assert Task.model_fields["kind"].default == "wide"
+
+
+def test_task_alias_folding_is_the_scorers():
+    """Task generation folds names with ``folding.fold_key``; the scorer with ``fold_name``
+    (``fold_key`` of the cleaned cell). They agree because generated names are clean cells."""
+    import fictionworld as fw
+    from fictionworld.folding import fold_key
+    from fictionworld.scoring.cells import fold_name
+
+    w = fw.generate(seed=5, entities=3_000)
+    names = [x for n, al in zip(w.entities.name.tolist(), w.entities.aliases.tolist()) for x in (n, *al)]
+    assert len(names) > 3_000
+    assert [fold_name(x) for x in names] == [fold_key(x) for x in names]

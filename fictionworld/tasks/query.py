@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import NA_DATE, from_days, year_end, year_start
+from fictionworld.folding import fold_key
 from fictionworld.schema import DTYPES, PREDICATE_CODE, RELATIONS, DType
 from fictionworld.tables import NA_INT, TYPE_CODE
 
@@ -86,14 +87,6 @@ def attribute_dtype(name: str) -> DType:
     return DTYPES[name]
 
 
-def _fold():
-    """The scorer's name folding, uncached (a world's names would flush the scorer's cache);
-    imported late because the scorer imports the task model."""
-    from fictionworld.scoring.cells import fold_name
-
-    return fold_name.__wrapped__
-
-
 class GraphIndex:
     """Per-predicate views of the fact table, built lazily and shared by all queries."""
 
@@ -106,12 +99,12 @@ class GraphIndex:
         """The aliases of entity ``row`` that name nothing else in the world: an alias that is
         (up to case, accents and punctuation) another entity's name or alias would let a
         scorer accept that other entity ("J. Smith" for both John and Jane Smith)."""
-        fold, owners = _fold(), self._name_owners()
+        fold, owners = fold_key, self._name_owners()
         return [a for a in self.world.entities.aliases[row] if len(owners.get(fold(a), ())) == 1]
 
     def _name_owners(self) -> dict[str, set[int]]:
         if self._owners is None:
-            fold, e = _fold(), self.world.entities
+            fold, e = fold_key, self.world.entities
             owners: dict[str, set[int]] = {}
             for i, (name, aliases) in enumerate(zip(e.name.tolist(), e.aliases.tolist())):
                 for n in (name, *aliases):

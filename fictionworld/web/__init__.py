@@ -10,6 +10,7 @@ from fictionworld.web.render import RENDERER, coverage, render_pages
 from fictionworld.web.web import ToolResult, ToolStatus, Web, WebSession, format_results
 
 __all__ = [
+    "web_for",
     "Web",
     "WebSession",
     "ToolResult",
@@ -31,3 +32,11 @@ __all__ = [
     "format_results",
     "RENDERER",
 ]
+
+
+def web_for(world) -> Web:
+    """``world``'s web: opened from the directory it was loaded from when that holds one,
+    else built now (seconds per 10k entities). What ``World.web`` returns."""
+    if world.path is not None and (world.path / "web.json").exists():
+        return Web.load(world, world.path)
+    return Web.build(world)
