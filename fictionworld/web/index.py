@@ -24,11 +24,20 @@ COMMON_SHARE = 0.1
 
 
 class SearchBackend(Protocol):
-    """What a search index must do; pages are identified by their row in the PageTable."""
+    """What a search index must do for :class:`~fictionworld.web.Web`; pages are identified by
+    their row in the PageTable. Any object with these members plugs in (``Web(world, pages,
+    backend)``, or ``Web.build(world, backend=factory)``); :class:`TantivyIndex` is the default.
+    A backend that can be saved with its world also has ``path``: the directory holding it."""
 
     name: str
 
-    def analyze(self, text: str) -> list[str]: ...
+    def analyze(self, text: str) -> list[str]:
+        """The index terms of ``text`` (what ``search`` and ``doc_freq`` take)."""
+        ...
+
+    def doc_freq(self, token: str) -> int:
+        """How many pages hold ``token`` (0: a word the index does not know)."""
+        ...
 
     def search(self, tokens: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
         """Best ``n`` page ids and their scores, best first, ties by page id."""
@@ -111,6 +120,10 @@ class TantivyIndex:
         if not (path / "meta.json").exists():
             raise FileNotFoundError(f"no search index in {path}")
         return cls(tantivy.Index.open(str(path)), path)
+
+    @property
+    def version(self) -> str:
+        return self._t.__version__
 
     def analyze(self, text: str) -> list[str]:
         return self._analyzer.analyze(text)

@@ -16,30 +16,25 @@ Narrow first, then re-rank a few with rapidfuzz (scanning every name per query w
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import defaultdict
+from collections.abc import Iterable
 
 import numpy as np
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-__all__ = ["EntityLinker", "Link", "words"]
+from fictionworld.folding import LETTERS, fold
+
+__all__ = ["EntityLinker", "Link", "Speller", "words"]
 
 _WORD = re.compile(r"\w+")
-_FOLD = {"ł": "l", "ø": "o", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i"}  # letters NFKD keeps
 MIN_SIMILARITY = 0.75
 MAX_CANDIDATES = 2_000
 
 
 def words(text: str) -> list[str]:
-    """Lowercase, accent-free words: the linker's unit."""
-    if text.isascii():
-        return _WORD.findall(text.lower())
-    t = unicodedata.normalize("NFKD", text.lower())
-    t = "".join(c for c in t if not unicodedata.combining(c))
-    for a, b in _FOLD.items():
-        t = t.replace(a, b)
-    return _WORD.findall(t)
+    """Words of :func:`fictionworld.folding.fold` ``(text)``: the linker's unit."""
+    return _WORD.findall(fold(text))
 
 
 class Link(tuple):
@@ -55,6 +50,41 @@ class Link(tuple):
     corrected = property(lambda self: self[2])
 
 
+class Speller:
+    """Close spellings of a word within a vocabulary (folded words, as :func:`words` gives them):
+    rapidfuzz optimal-string-alignment similarity ≥ MIN_SIMILARITY over words of length ±1 that
+    share the first letter or the last two."""
+
+    def __init__(self, vocab: Iterable[str]):
+        self.vocab = frozenset(vocab)
+        self._by_head: dict[tuple[int, str], list[str]] = defaultdict(list)
+        self._by_tail: dict[tuple[int, str], list[str]] = defaultdict(list)
+        for w in self.vocab:
+            if w:
+                self._by_head[(len(w), w[0])].append(w)
+                self._by_tail[(len(w), w[-2:])].append(w)
+
+    def correct(self, word: str) -> list[str]:
+        """``[word]`` if known, else the closest spellings (ties all kept), else ``[]``; words of
+        fewer than 4 letters and numbers are not corrected."""
+        if word in self.vocab:
+            return [word]
+        if len(word) < 4 or word.isdigit():
+            return []
+        pool = {
+            w
+            for n in range(len(word) - 1, len(word) + 2)
+            for w in (*self._by_head.get((n, word[0]), ()), *self._by_tail.get((n, word[-2:]), ()))
+        }
+        hits = process.extract(
+            word, sorted(pool), scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=3
+        )
+        if not hits:
+            return []
+        best = hits[0][1]
+        return [w for w, s, _ in hits if s >= best - 1e-9]
+
+
 class EntityLinker:
     def __init__(self, names: list[str], aliases: list[tuple[str, ...]]):
         """Vectorised with Arrow: about 0.3 s for 100k entities."""
@@ -66,7 +96,7 @@ class EntityLinker:
         texts = names + [x for a in aliases for x in a]
         form_entity = np.concatenate([np.arange(n), np.repeat(np.arange(n), alias_count)]).astype(np.int64)
         arr = pc.utf8_lower(pa.array(texts, pa.string()))
-        for a, b in _FOLD.items():
+        for a, b in LETTERS.items():  # the vectorised twin of words(): folding.fold in Arrow
             arr = pc.replace_substring(arr, a, b)
         arr = pc.replace_substring_regex(pc.utf8_normalize(arr, "NFKD"), r"\p{Mn}", "")
         toks = pc.split_pattern_regex(arr, r"[^\p{L}\p{N}_]+")
@@ -96,12 +126,7 @@ class EntityLinker:
         self._post_row = (pairs % max(n, 1)).astype(np.int32)
         self._post_start = np.searchsorted(self._post_word, np.arange(len(self.word_of) + 1))
         self.names = names
-        # fuzzy candidates: words of similar length sharing the first letter or the last two
-        self._by_head: dict[tuple[int, str], list[str]] = defaultdict(list)
-        self._by_tail: dict[tuple[int, str], list[str]] = defaultdict(list)
-        for w in self.word_of:
-            self._by_head[(len(w), w[0])].append(w)
-            self._by_tail[(len(w), w[-2:])].append(w)
+        self.speller = Speller(self.word_of)
 
     def postings(self, word_id: int) -> np.ndarray:
         return self._post_row[self._post_start[word_id] : self._post_start[word_id + 1]]
@@ -112,22 +137,7 @@ class EntityLinker:
 
     def correct(self, word: str) -> list[str]:
         """Name words a query word may stand for: itself if known, else close spellings."""
-        if word in self.vocab:
-            return [word]
-        if len(word) < 4 or word.isdigit():
-            return []
-        pool = {
-            w
-            for n in range(len(word) - 1, len(word) + 2)
-            for w in (*self._by_head.get((n, word[0]), ()), *self._by_tail.get((n, word[-2:]), ()))
-        }
-        hits = process.extract(
-            word, sorted(pool), scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=3
-        )
-        if not hits:
-            return []
-        best = hits[0][1]
-        return [w for w, s, _ in hits if s >= best - 1e-9]
+        return self.speller.correct(word)
 
     def link(self, query: str, limit: int = 5, known=None) -> list[Link]:
         """Entities the query names in full (by name or alias), best first; ties by row.

@@ -32,6 +32,9 @@ _DATE = re.compile(
 )
 _NUMBER = re.compile(r"(?:US)?\$?-?\d[\d,]*(?:\.\d+)?(?:\s*(?:thousand|million|billion))?")
 MASK = "…"
+_DIGIT = re.compile(r"\d")
+_PROTECTED = 0xE000  # placeholders "\0<private-use char>\0" stand for kept names while masking
+_PLACEHOLDER = re.compile("\0([\ue000-\uf8ff])\0")
 
 
 class Hit(NamedTuple):
@@ -53,9 +56,13 @@ def _stem(w: str) -> str:
     return w[:5]
 
 
-def make_snippet(text: str, query: str, *, leak: bool, keep: frozenset[str] = frozenset()) -> str:
+def make_snippet(
+    text: str, query: str, *, leak: bool, keep: frozenset[str] = frozenset(), names: tuple[str, ...] = ()
+) -> str:
     """A query-dependent excerpt: the sentences that match the query best. Unless ``leak``,
-    values are teased: dates, numbers and linked names the query does not mention become "…"."""
+    values are teased: dates, numbers and linked names the query does not mention become "…".
+    A name the query spells out whole keeps its number ("Vesalena Exhibition 1998"): a linked
+    name, or one of ``names`` (the page's subject, which its text does not link)."""
     q = {_stem(w) for w in words(query)}
     sentences = [
         s for s in _SENTENCES.split(text[:SCAN_CHARS], maxsplit=MAX_SENTENCES) if s.strip() and not s.startswith("#")
@@ -73,17 +80,41 @@ def make_snippet(text: str, query: str, *, leak: bool, keep: frozenset[str] = fr
             break
     out = " ".join(x if x.rstrip()[-1:] in ".!?:" else x.rstrip() + "." for x in picked)
     if not leak:
+        named: list[str] = []  # names with a number the query holds, kept from the masks below
+
+        def named_by_query(name: str) -> bool:
+            return {_stem(w) for w in words(name)} <= q | keep
+
+        def protect(name: str) -> str:
+            if not _DIGIT.search(name):
+                return name
+            named.append(name)
+            return f"\0{chr(_PROTECTED + len(named) - 1)}\0"
 
         def hide(m: re.Match) -> str:
             name = m.group(1)
-            return name if {_stem(w) for w in words(name)} <= q | keep else MASK
+            return protect(name) if named_by_query(name) else MASK
 
         out = _LINK.sub(hide, out)
+        for name in names:
+            if _DIGIT.search(name) and named_by_query(name):
+                out = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", lambda m: protect(m.group(0)), out)
         out = _DATE.sub(MASK, out)
         out = _NUMBER.sub(MASK, out)
+        if named:
+            out = _PLACEHOLDER.sub(lambda m: named[ord(m.group(1)) - _PROTECTED], out)
     out = plain_text(out).replace("- ", "").strip()
     out = re.sub(r"\s+", " ", out)
     return out if len(out) <= SNIPPET_CHARS else out[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + " " + MASK
+
+
+def _subject_names(web: Web, row: int) -> tuple[str, ...]:
+    """The name and aliases of the page's main entity (none for a page about no entity)."""
+    e = int(web.pages.entity[row])
+    if e < 0:
+        return ()
+    ents = web.world.entities
+    return (ents.name[e], *ents.aliases[e])
 
 
 class TemplateWorldModel:
@@ -105,7 +136,7 @@ class TemplateWorldModel:
                     f" {MASK}" if len(names) > 3 else "."
                 )
             else:
-                snippet = make_snippet(text, query, leak=leak)
+                snippet = make_snippet(text, query, leak=leak, names=_subject_names(web, h.page))
             out.append(
                 SearchResult(
                     url=p.urls[h.page],

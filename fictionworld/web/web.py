@@ -8,7 +8,7 @@ import random
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -19,14 +19,23 @@ from pydantic import BaseModel, ConfigDict
 
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import mix64
-from fictionworld.web.index import TantivyIndex
-from fictionworld.web.linker import EntityLinker, Link, words
+from fictionworld.web.index import SearchBackend, TantivyIndex
+from fictionworld.web.linker import EntityLinker, Link, Speller, words
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
 from fictionworld.web.pages import LAYERS, Page, PageNotFound, PageTable, SearchResult, WebError
 from fictionworld.web.render import RENDERER, plain_text, render_pages
 from fictionworld.web.text import first_surrogate, short_repr
 
-__all__ = ["Web", "WebSession", "ToolResult", "ToolStatus", "format_results", "WEB_FORMAT", "MAX_QUERY_CHARS"]
+__all__ = [
+    "Web",
+    "WebSession",
+    "ToolResult",
+    "ToolStatus",
+    "SearchResults",
+    "format_results",
+    "WEB_FORMAT",
+    "MAX_QUERY_CHARS",
+]
 
 WEB_FORMAT = "fictionworld-web/1"
 MAX_QUERY_CHARS = 1_000
@@ -39,9 +48,33 @@ FAULT_TEXT = {
 }
 
 
-def format_results(query: str, results: list[SearchResult], offset: int = 0) -> str:
-    """Results as agents read them: ``[n] URL / Title / Snippet / Date`` blocks."""
+class SearchResults(list):
+    """One page of results (a list of :class:`SearchResult`, as ``Web.search`` returns it) that
+    also knows where it lies: its ``page`` number and, when the ranking ran out before or on
+    this page, the ``last_page`` holding results (0: the query finds nothing)."""
+
+    def __init__(self, results: Iterable[SearchResult] = (), *, page: int = 1, last_page: int | None = None):
+        super().__init__(results)
+        self.page = page
+        self.last_page = last_page
+
+
+def format_results(
+    query: str,
+    results: list[SearchResult],
+    offset: int = 0,
+    *,
+    page: int | None = None,
+    last_page: int | None = None,
+) -> str:
+    """Results as agents read them: ``[n] URL / Title / Snippet / Date`` blocks. ``page`` and
+    ``last_page`` (by default those of a :class:`SearchResults`) tell an empty page past the
+    last one from a query that finds nothing."""
     if not results:
+        page = getattr(results, "page", None) if page is None else page
+        last_page = getattr(results, "last_page", None) if last_page is None else last_page
+        if page is not None and last_page and page > last_page:
+            return f"No more results for '{query}': page {page} is past the last page ({last_page})."
         return f"No results found for '{query}'. Try different words."
     return "\n\n".join(r.text(offset + i + 1) for i, r in enumerate(results))
 
@@ -50,8 +83,10 @@ class Web:
     """Search and open over a world's rendered pages. Built from the world (``Web.build``) or
     opened from a saved world directory (``Web.load``, memory-mapped, in well under 2 s)."""
 
-    def __init__(self, world, pages: PageTable, index: TantivyIndex, model: WorldModel | None = None,
+    def __init__(self, world, pages: PageTable, index: SearchBackend, model: WorldModel | None = None,
                  knobs: Knobs | None = None, tmp: tempfile.TemporaryDirectory | None = None):  # fmt: skip
+        """``index`` is any :class:`~fictionworld.web.index.SearchBackend` over ``pages`` (page
+        id = row); ``build`` and ``load`` make the default, :class:`TantivyIndex`."""
         self.world = world
         self.pages = pages
         self.index = index
@@ -62,9 +97,17 @@ class Web:
 
     # -- building and persistence --------------------------------------------------------
     @classmethod
-    def build(cls, world, path: str | Path | None = None, *, progress: Callable[[str], None] | None = None) -> Web:
+    def build(
+        cls,
+        world,
+        path: str | Path | None = None,
+        *,
+        progress: Callable[[str], None] | None = None,
+        backend: Callable[[Iterable[tuple[str, str]], Path], SearchBackend] = TantivyIndex.build,
+    ) -> Web:
         """Render every page and index it. With ``path`` the index is written there (a world
-        directory's ``index/``), else to a temporary directory that lives as long as the Web."""
+        directory's ``index/``), else to a temporary directory that lives as long as the Web.
+        ``backend(docs, directory)`` indexes the (title, plain text) pairs, page id = position."""
         pages = render_pages(world, pool=world.spec.web.perturbation_pool, progress=progress)
         tmp = None
         if path is None:
@@ -76,14 +119,16 @@ class Web:
             progress("index")
         text = pages.table.column("text")
         docs = ((pages.titles[i], plain_text(text[i].as_py())) for i in range(len(pages)))
-        index = TantivyIndex.build(docs, index_dir)
+        index = backend(docs, index_dir)
         return cls(world, pages, index, tmp=tmp)
 
     def save(self, directory: str | Path) -> None:
         """Writes ``pages.arrow``, ``index/`` and ``web.json`` (last) into a world directory."""
         d = Path(directory)
         target = d / "index"
-        if self.index.path is None or self.index.path.resolve() != target.resolve():
+        if not isinstance(self.index, TantivyIndex) or self.index.path is None:
+            raise WebError(f"a web searched by {self.index.name!r} cannot be saved (only a tantivy index is)")
+        if self.index.path.resolve() != target.resolve():
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(self.index.path, target)
@@ -91,12 +136,11 @@ class Web:
         (d / "web.json").write_text(json.dumps(self.manifest(), indent=2) + "\n")
 
     def manifest(self) -> dict:
-        import tantivy
-
+        version = getattr(self.index, "version", None)
         return {
             "format": WEB_FORMAT,
             "renderer": RENDERER,
-            "backend": f"tantivy {tantivy.__version__}",
+            "backend": f"{self.index.name} {version}" if version else self.index.name,
             "world_hash": self.world.world_hash,
             "perturbation_pool": self.world.spec.web.perturbation_pool,
             "pages": len(self.pages),
@@ -143,6 +187,34 @@ class Web:
         out[self.pages.entity[rows]] = rows
         return out
 
+    @cached_property
+    def _speller(self) -> Speller:
+        """Spellings a misspelt query word may stand for: words of entity names and of
+        directory titles ("Films released in 1998", "Companies in the glassmaking industry")."""
+        vocab = set(self.linker.word_of)
+        for row in np.flatnonzero(self.pages.kind == "list").tolist():
+            vocab.update(words(self.pages.titles[row]))
+        return Speller(vocab)
+
+    @cached_property
+    def _title_rows(self) -> dict[str, list[int]]:
+        """Title (lowercase, spaces collapsed) -> page rows."""
+        out: dict[str, list[int]] = {}
+        for row, title in enumerate(self.pages.titles):
+            out.setdefault(_title_key(title), []).append(row)
+        return out
+
+    def respell(self, query: str) -> str:
+        """The query with each word the index does not hold replaced by its closest spellings
+        (ties all kept); "" when no word needs or finds one."""
+        ix, out, changed = self.index, [], False
+        for w in words(query):
+            tokens = ix.analyze(w)
+            fixes = self._speller.correct(w) if tokens and not any(ix.doc_freq(t) for t in tokens) else []
+            changed |= bool(fixes)
+            out += fixes or [w]
+        return " ".join(out) if changed else ""
+
     def article_url_of(self, entity_id: str) -> str:
         return self.pages.urls[int(self._article_of[self.world.row(entity_id)])]
 
@@ -158,8 +230,10 @@ class Web:
 
     # -- the tools -----------------------------------------------------------------------
     def hits(self, query: str, n: int, knobs: Knobs | None = None) -> list[Hit]:
-        """The best ``n`` visible pages for ``query``: linked entities' articles first, then
-        BM25 (title boosted); ties by page row."""
+        """The best ``n`` visible pages for ``query``: pages titled exactly the query first,
+        then linked entities' articles, then BM25 (title boosted); ties by page row. Misspelt
+        words are corrected against the linked names, or with no link against the words of
+        entity names and directory titles."""
         knobs = knobs or self.knobs
         _check_query(query)
         ix = self.index
@@ -168,8 +242,8 @@ class Web:
         links: list[Link] = self.linker.link(
             query, known=lambda w: any(ix.doc_freq(t) >= COMMON_WORD_PAGES for t in ix.analyze(w))
         )
-        if links:
-            fixed = " ".join(links[0].corrected)
+        fixed = " ".join(links[0].corrected) if links else self.respell(query)
+        if fixed:
             tokens += [t for t in ix.analyze(fixed) if t not in tokens]
         rates = self.rates(knobs)
         fetch = max(50, 3 * n)
@@ -189,7 +263,15 @@ class Web:
                 out.append(Hit(art, top + link.score / 100))
                 seen.add(art)
         out += [Hit(p, s) for p, s in zip(pids.tolist(), scores.tolist()) if p not in seen]
-        return out[:n]
+        return _titled_first(out, self._exact_titles(query, rates))[:n]
+
+    def _exact_titles(self, query: str, rates: np.ndarray) -> list[int]:
+        """Visible pages whose title is the query (case and spacing aside), by row."""
+        rows = self._title_rows.get(_title_key(query))
+        if not rows:
+            return []
+        rows_ = np.array(rows, np.int64)
+        return rows_[self.pages.visible(rows_, rates)].tolist()
 
     def search(self, query: str, k: int | None = None, page: int = 1, knobs: Knobs | None = None) -> list[SearchResult]:
         """Ranked results ``page`` (1-based) of ``k`` each (default: the knobs' results_per_page)."""
@@ -199,8 +281,10 @@ class Web:
             raise WebError(f"k must be between 1 and 100, not {short_repr(k)}")
         if not _int_in(page, 1, MAX_PAGE):
             raise WebError(f"page must be between 1 and {MAX_PAGE}, not {short_repr(page)}")
-        hits = self.hits(query, k * page, knobs)[(page - 1) * k :]
-        return self.model.render_results(self, query, hits, knobs)
+        hits = self.hits(query, k * page, knobs)
+        last_page = -(-len(hits) // k) if len(hits) < k * page else None  # the ranking ran out
+        results = self.model.render_results(self, query, hits[(page - 1) * k :], knobs)
+        return SearchResults(results, page=page, last_page=last_page)
 
     def open(self, url: str, knobs: Knobs | None = None) -> Page | PageNotFound:
         """The page at ``url`` (``?page=N`` selects a directory page), or PageNotFound for a
@@ -223,6 +307,24 @@ class Web:
 
     def session(self, knobs: Knobs | None = None, seed: int = 0) -> WebSession:
         return WebSession(self, knobs or self.knobs, seed)
+
+
+def _title_key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _titled_first(hits: list[Hit], rows: list[int]) -> list[Hit]:
+    """``hits`` with the pages ``rows`` moved to the front (in ranking order, then by row),
+    scored above the rest; unchanged when they already lead."""
+    if not rows:
+        return hits
+    rank = {h.page: i for i, h in enumerate(hits)}
+    rows = sorted(rows, key=lambda r: (rank.get(r, len(hits)), r))
+    if [h.page for h in hits[: len(rows)]] == rows:
+        return hits
+    top = hits[0].score + 1.0 if hits else 1.0
+    chosen = set(rows)
+    return [Hit(r, top) for r in rows] + [h for h in hits if h.page not in chosen]
 
 
 def _check_query(query: str) -> None:
