@@ -1,5 +1,7 @@
 """One episode: an agent's policy driven against a :class:`~fictionworld.env.SearchEnv`, and
-the record kept of it (messages in OpenAI format, per-step timing, scores, reward)."""
+the :class:`~rollout.episode_record.Episode` kept of it (messages in OpenAI format, per-step
+records and timing, scores, reward). The policy gets each step's messages as an
+:class:`~rollout.agents.base.Observation`, which carries the step's tool-call records too."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import time
 import traceback
 
 from fictionworld.env import SearchEnv
+from rollout.agents.base import Observation
+from rollout.episode_record import Episode, Timing
 
 __all__ = ["run_episode", "episode_key"]
 
@@ -16,8 +20,8 @@ def episode_key(task_id: str, sample: int) -> str:
 
 
 def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step: int = 0,
-                deadline: float | None = None) -> dict:  # fmt: skip
-    """Runs one episode to its end and returns its record (a JSON-able dict). An exception in
+                deadline: float | None = None) -> Episode:  # fmt: skip
+    """Runs one episode to its end and returns its record. An exception in
     the agent ends the episode with ``status="error"`` and the traceback's last line; a
     ``deadline`` (``time.monotonic()`` value) truncates it with ``status="timeout"``."""
     t0 = time.perf_counter()
@@ -39,7 +43,7 @@ def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step
                 env.end("episode timeout")
                 break
             a0 = time.perf_counter()
-            action = policy.send(obs)
+            action = policy.send(Observation(obs, info["calls"]))
             agent_s += time.perf_counter() - a0
     except StopIteration:  # the policy gave up without answering
         env.step({"name": "answer", "arguments": {"text": ""}})
@@ -53,31 +57,30 @@ def run_episode(env: SearchEnv, agent, task, *, seed: int, sample: int = 0, step
     finally:
         policy.close()
     total = time.perf_counter() - t0
-    scores = env.scores
-    return {
-        "episode": episode_key(task.instance_id, sample),
-        "task_id": task.instance_id,
-        "task_kind": task.kind,
-        "sample": sample,
-        "seed": seed,
-        "step": step,
-        "world_hash": getattr(env.web.world, "world_hash", None),
-        "agent": agent.name,
-        "agent_config": agent.config(),
-        "knobs": env.knobs.model_dump(mode="json"),
-        "world_model": _world_model(env.web.model),
-        "status": status,
-        "error": error,
-        "reason": env.reason,
-        "turns": env.turn,
-        "reward": env.reward,
-        "scores": scores.model_dump(mode="json") if scores else None,
-        "answer": env.answer,
-        "messages": env.messages,
-        "steps": [s.model_dump(mode="json") for s in env.steps],
-        "timing": {"total_s": total, "agent_s": agent_s, "web_s": env.web_seconds},
-        "difficulty": task.difficulty,
-    }
+    return Episode(
+        episode=episode_key(task.instance_id, sample),
+        task_id=task.instance_id,
+        task_kind=task.kind,
+        sample=sample,
+        seed=seed,
+        step=step,
+        world_hash=getattr(env.web.world, "world_hash", None),
+        agent=agent.name,
+        agent_config=agent.config(),
+        knobs=env.knobs.model_dump(mode="json"),
+        world_model=_world_model(env.web.model),
+        status=status,
+        error=error,
+        reason=env.reason,
+        turns=env.turn,
+        reward=env.reward,
+        scores=env.scores,
+        answer=env.answer,
+        messages=env.messages,
+        steps=env.steps,
+        timing=Timing(total_s=total, agent_s=agent_s, web_s=env.web_seconds),
+        difficulty=task.difficulty,
+    )
 
 
 def _world_model(model) -> str:

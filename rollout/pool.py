@@ -10,6 +10,7 @@ actor itself, and an actor stuck well past it is killed and the episode recorded
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import deque
@@ -20,9 +21,11 @@ from pathlib import Path
 from fictionworld.errors import in_words
 from fictionworld.seeding import child_seed
 from rollout.episode import episode_key
+from rollout.episode_record import Episode, Timing
 from rollout.records import EpisodeLog, summarize
 
-__all__ = ["Job", "RolloutResult", "RolloutPool", "run_rollouts", "make_jobs", "init_ray", "check_setup", "SetupError"]
+__all__ = ["Job", "RolloutResult", "RolloutPool", "run_rollouts", "make_jobs", "init_ray", "check_setup", "check_jobs",
+           "SetupError"]  # fmt: skip
 
 GRACE_S = 30.0  # past the episode timeout, the driver kills a stuck actor
 MAX_ATTEMPTS = 3  # an episode whose actor dies this many times is recorded as an error
@@ -45,7 +48,7 @@ class Job:
 
 @dataclass
 class RolloutResult:
-    records: list[dict]  # one per episode (the latest), finished in this run or before
+    records: list[Episode]  # one per episode (the latest), finished in this run or before
     new: int  # episodes run now
     skipped: int  # episodes found done in RUN and not run again
     restarts: int  # actors replaced after dying
@@ -53,7 +56,7 @@ class RolloutResult:
     seconds: float
 
     def summary(self, samples: int | None = None):
-        return summarize([r for r in self.records if r.get("scores") is not None], samples)
+        return summarize([r for r in self.records if r.scores is not None], samples)
 
 
 def make_jobs(tasks, samples: int, seed: int = 0, step: int = 0) -> list[Job]:
@@ -109,7 +112,7 @@ def _actor_class():
 
             return {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss, "error": self.error}
 
-        def run(self, job: Job, timeout: float) -> dict:
+        def run(self, job: Job, timeout: float) -> Episode:
             import json
 
             from rollout.agents import make_agent
@@ -124,11 +127,11 @@ def _actor_class():
                     self._agents[key] = make_agent(self.agent_name, world=self.world,
                                                    **(self.agent_config | job.agent_config))  # fmt: skip
                 agent = self._agents[key]
-            rec = run_episode(self.env, agent, job.task, seed=job.seed, sample=job.sample, step=job.step,
-                              deadline=time.monotonic() + timeout)  # fmt: skip
-            rec["attempt"] = job.attempt
-            rec["worker_pid"] = os.getpid()
-            return rec
+            ep = run_episode(self.env, agent, job.task, seed=job.seed, sample=job.sample, step=job.step,
+                             deadline=time.monotonic() + timeout)  # fmt: skip
+            ep.attempt = job.attempt
+            ep.worker_pid = os.getpid()
+            return ep
 
     return RolloutWorker
 
@@ -138,18 +141,77 @@ class SetupError(ValueError):
     driver, before Ray starts or a run directory is written."""
 
 
+_CHECKED: dict[tuple, str] = {}  # the last setup that passed check_setup -> its world hash
+
+
 def check_setup(world_dir: str | Path, agent: str, agent_config: dict | None = None,
                 env_config: dict | None = None) -> str:  # fmt: skip
     """Checks in the driver what every actor will build (the world's manifest, the agent and
-    its settings, the env config) and returns the world's hash. Raises :class:`SetupError`
-    (WorldFormatError for the world) with one line per problem."""
+    its settings, the env config: ``EnvConfig`` of the agent's ``env_defaults`` and
+    ``env_config``) and returns the world's hash. Raises :class:`SetupError` (WorldFormatError
+    for the world) with one line per problem. The same setup (same world files, agent and
+    settings) is checked once per process: the CLI, :func:`run_rollouts` and
+    :class:`RolloutPool` each ask."""
+    key = _setup_key(world_dir, agent, agent_config, env_config)
+    if key is not None and key in _CHECKED:
+        return _CHECKED[key]
+    world_hash = _check_setup(world_dir, agent, dict(agent_config or {}), dict(env_config or {}))
+    if key is not None:
+        _CHECKED.clear()
+        _CHECKED[key] = world_hash
+    return world_hash
+
+
+def _setup_key(world_dir, agent, agent_config, env_config) -> tuple | None:
+    """What a check depends on: the world's manifest (path, size, time), the agent and its
+    settings; None when it cannot be told (no manifest: the check reports that)."""
+    try:
+        path = Path(world_dir).resolve()
+        st = (path / "manifest.json").stat()
+        settings = json.dumps([agent_config or {}, env_config or {}], sort_keys=True)
+    except (OSError, TypeError, ValueError):
+        return None
+    return str(path), st.st_size, st.st_mtime_ns, agent, settings
+
+
+def _check_setup(world_dir, agent: str, agent_config: dict, env_config: dict) -> str:
     from fictionworld.storage import read_manifest
 
     world_hash = str(read_manifest(world_dir)["world_hash"])
     factory = agent_factory(agent)
-    defaults = _agent_env_defaults(factory, agent, dict(agent_config or {}))
-    _check_env(defaults | dict(env_config or {}))
+    defaults = _agent_env_defaults(factory, agent, agent_config)
+    _check_env(defaults | env_config, from_agent={k for k in defaults if k not in env_config}, agent=agent)
     return world_hash
+
+
+def check_jobs(jobs: list[Job], agent: str, agent_config: dict | None = None) -> None:
+    """Checks in the driver each distinct per-episode agent override (``Job.agent_config``, e.g.
+    a sampled strategy) merged into ``agent_config``, as an actor would build it; SetupError."""
+    overrides: dict[str, Job] = {}
+    for job in jobs:
+        if job.agent_config:
+            overrides.setdefault(json.dumps(job.agent_config, sort_keys=True, default=repr), job)
+    if not overrides:
+        return
+    factory = agent_factory(agent)
+    for job in overrides.values():
+        try:
+            _agent_env_defaults(factory, agent, dict(agent_config or {}) | job.agent_config)
+        except SetupError as e:
+            raise SetupError(f"episode {job.key}: {e}") from None
+
+
+_RUN_RULES = {  # run settings: (test, what it must be)
+    "workers": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, ">= 1"),
+    "in_flight": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, ">= 1"),
+    "timeout": (lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0, "> 0 seconds"),
+}
+
+
+def _check_run(**settings) -> None:
+    problems = [f"{k}: must be {_RUN_RULES[k][1]}, not {v!r}" for k, v in settings.items() if not _RUN_RULES[k][0](v)]
+    if problems:
+        raise SetupError("\n".join(problems))
 
 
 def agent_factory(name: str):
@@ -207,34 +269,42 @@ def _agent_env_defaults(factory, name: str, config: dict) -> dict:
     return dict(getattr(built, "env_defaults", {}) or {})
 
 
-def _check_env(config: dict) -> None:
+def _check_env(config: dict, from_agent: set[str] = frozenset(), agent: str = "") -> None:
+    """``EnvConfig(**config)`` or SetupError, one line per problem; a problem in a setting that
+    came from the agent's ``env_defaults`` says so."""
     from pydantic import ValidationError
 
     from fictionworld.env import EnvConfig
     from fictionworld.errors import problem_lines
 
+    def label(path: str) -> str:
+        origin = f" (from agent {agent!r}'s env_defaults)" if path.split(".")[0] in from_agent else ""
+        return f"env setting {path!r}{origin}"
+
     try:
         EnvConfig(**config)
     except ValidationError as e:
-        raise SetupError("\n".join(problem_lines(e, what="env setting", model=EnvConfig))) from None
+        raise SetupError("\n".join(problem_lines(e, what="env setting", model=EnvConfig, label=label))) from None
 
 
 class RolloutPool:
     """A pool of ``workers`` actors for one world and agent, reused across calls to
-    :meth:`run` (a training loop keeps it for every iteration). Use as a context manager."""
+    :meth:`run` (a training loop keeps it for every iteration). Use as a context manager. Every
+    setting is checked in the driver (:func:`check_setup`) before Ray or any actor starts."""
 
     def __init__(self, world_dir: str | Path, *, agent: str = "oracle", agent_config: dict | None = None,
                  env_config: dict | None = None, workers: int = 2, address: str | None = None):  # fmt: skip
         self.world_dir = str(Path(world_dir).resolve())
         self.agent, self.agent_config = agent, dict(agent_config or {})
         self.env_config = dict(env_config or {})
+        _check_run(workers=workers)
         self.world_hash = check_setup(self.world_dir, agent, self.agent_config, self.env_config)
         try:
             init_ray(address, num_cpus=None if address else max(workers, 1))
         except (ValueError, ConnectionError) as e:  # e.g. a malformed --address
             raise SetupError(f"cannot start Ray{f' at {address!r}' if address else ''}: {in_words(e)}") from None
         self._worker = _actor_class()
-        self.actors = [self._spawn() for _ in range(max(1, workers))]
+        self.actors = [self._spawn() for _ in range(workers)]
         self.restarts = 0
         self._check_started()
 
@@ -277,16 +347,19 @@ class RolloutPool:
         return ray.get([a.info.remote() for a in self.actors])
 
     def run(self, jobs: list[Job], *, log: EpisodeLog | None = None, timeout: float = 600.0, in_flight: int = 2,
-            on_episode: Callable[[dict], None] | None = None, bar: _Progress | None = None,
-            max_errors: int | None = 20) -> list[dict]:  # fmt: skip
-        """Runs ``jobs``; returns their records in finishing order (each also appended to ``log``)."""
+            on_episode: Callable[[Episode], None] | None = None, bar: _Progress | None = None,
+            max_errors: int | None = 20) -> list[Episode]:  # fmt: skip
+        """Runs ``jobs``; returns their episodes in finishing order (each also appended to ``log``).
+        The jobs' per-episode agent settings are checked first (SetupError, nothing run)."""
         import ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
+        _check_run(timeout=timeout, in_flight=in_flight)
+        check_jobs(jobs, self.agent, self.agent_config)
         todo = deque(jobs)
         slots = deque(i for i in range(len(self.actors)) for _ in range(in_flight))
         pending: dict = {}  # ref -> (job, actor index, started, actor handle)
-        out: list[dict] = []
+        out: list[Episode] = []
         errors_in_row = 0
         world_hash, agent, agent_config = self.world_hash, self.agent, self.agent_config
         while todo or pending:
@@ -315,7 +388,7 @@ class RolloutPool:
                         slots.append(i)
                         continue
                     else:
-                        rec = _failure(job, world_hash, agent, agent_config, "error", f"{type(e).__name__}: {e}"[:500])
+                        rec = _failure(job, world_hash, agent, agent_config, "error", _remote_error(e))
                 slots.append(i)
                 out.append(rec)
                 if log:
@@ -324,9 +397,9 @@ class RolloutPool:
                     on_episode(rec)
                 if bar:
                     bar.add(rec)
-                errors_in_row = errors_in_row + 1 if rec["status"] == "error" else 0
+                errors_in_row = errors_in_row + 1 if rec.status == "error" else 0
                 if max_errors is not None and errors_in_row >= max_errors:
-                    raise RuntimeError(f"{errors_in_row} episodes in a row failed; last error: {rec['error']}")
+                    raise RuntimeError(f"{errors_in_row} episodes in a row failed; last error: {rec.error}")
             for job, _i, started, handle in list(pending.values()):
                 if now - started > timeout + GRACE_S and not job.timed_out:
                     job.timed_out = True  # the actor is stuck: kill it; its calls fail and are recorded
@@ -346,24 +419,27 @@ def run_rollouts(
     timeout: float = 600.0,
     in_flight: int = 2,
     address: str | None = None,
-    on_episode: Callable[[dict], None] | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
     progress: bool = True,
     max_errors: int | None = 20,
 ) -> RolloutResult:
-    """Runs ``jobs`` on ``workers`` actors and returns their records (with ``out``, the run
-    directory's earlier records of these jobs too: a rerun resumes, skipping finished episodes).
-    Raises after ``max_errors`` failed episodes in a row (e.g. an LLM endpoint that is down),
-    keeping every episode that finished."""
+    """Runs ``jobs`` on ``workers`` actors and returns their episodes (with ``out``, the run
+    directory's earlier episodes of these jobs too: a rerun resumes, skipping finished ones).
+    Every setting is checked first, before Ray starts or RUN is written (SetupError). Raises
+    after ``max_errors`` failed episodes in a row (e.g. an LLM endpoint that is down), keeping
+    every episode that finished."""
     t0 = time.perf_counter()
     world_dir = str(Path(world_dir).resolve())
+    _check_run(workers=workers, timeout=timeout, in_flight=in_flight)
     world_hash = check_setup(world_dir, agent, agent_config, env_config)  # before Ray starts or RUN is written
+    check_jobs(jobs, agent, agent_config)
     log = None
-    records: dict[str, dict] = {}
+    records: dict[str, Episode] = {}
     if out is not None:
         meta = {"world": world_dir, "world_hash": world_hash, "agent": agent, "agent_config": agent_config or {},
                 "env_config": env_config or {}}  # fmt: skip
         log = EpisodeLog(out, meta)
-        records = {r["episode"]: r for r in log.latest()}
+        records = {r.episode: r for r in log.latest()}
     done = log.done() if log else set()
     todo = [j for j in jobs if j.key not in done]
     wanted = {j.key for j in jobs}
@@ -379,7 +455,7 @@ def run_rollouts(
                              workers=min(workers, len(todo)), address=address) as pool:  # fmt: skip
                 for rec in pool.run(todo, log=log, timeout=timeout, in_flight=in_flight, on_episode=on_episode,
                                     bar=bar, max_errors=max_errors):  # fmt: skip
-                    records[rec["episode"]] = rec
+                    records[rec.episode] = rec
                 restarts = pool.restarts
     finally:
         if bar:
@@ -401,23 +477,33 @@ def _replace(actor, spawn):
     return spawn()
 
 
-def _failure(job: Job, world_hash, agent, agent_config, status: str, error: str) -> dict:
+def _failure(job: Job, world_hash, agent, agent_config, status: str, error: str) -> Episode:
+    """The episode of a job that never finished: its actor died on every try, or was stuck."""
     t = job.task
-    return {"episode": job.key, "task_id": t.instance_id, "task_kind": t.kind, "sample": job.sample,
-            "seed": job.seed, "step": job.step, "world_hash": world_hash, "agent": agent,
-            "agent_config": agent_config | job.agent_config, "status": status, "error": error,
-            "reason": status, "turns": 0, "reward": 0.0, "scores": None, "answer": None, "messages": [],
-            "steps": [], "timing": {}, "attempt": job.attempt}  # fmt: skip
+    return Episode(episode=job.key, task_id=t.instance_id, task_kind=t.kind, sample=job.sample, seed=job.seed,
+                   step=job.step, world_hash=world_hash, agent=agent, agent_config=agent_config | job.agent_config,
+                   status=status, error=error, reason=status, turns=0, reward=0.0, scores=None, answer=None,
+                   messages=[], steps=[], timing=Timing(), difficulty=t.difficulty, attempt=job.attempt)  # fmt: skip
+
+
+def _remote_error(e: Exception) -> str:
+    """A failed actor call in one line: the exception raised in the actor (in words, not Ray's
+    traceback), or the first line of why the actor died."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, Exception):
+        return f"{type(cause).__name__}: {in_words(cause)}"[:500]
+    text = (getattr(e, "error_msg", "") or str(e)).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else 'no details'}"[:500]
 
 
 class _Progress:
     """A rich progress bar with the running mean success rate and item F1."""
 
-    def __init__(self, total: int, done: int, prior: list[dict]):
+    def __init__(self, total: int, done: int, prior: list[Episode]):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.sr = [r["scores"]["score"] for r in prior if r.get("scores")]
-        self.f1 = [r["scores"]["f1_by_item"] for r in prior if r.get("scores")]
+        self.sr = [r.scores.score for r in prior if r.scores]
+        self.f1 = [r.scores.f1_by_item for r in prior if r.scores]
         self.p = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                           TimeElapsedColumn(), transient=False)  # fmt: skip
         self.p.start()
@@ -428,10 +514,10 @@ class _Progress:
             return ""
         return f"SR {sum(self.sr) / len(self.sr):.3f}  Item F1 {sum(self.f1) / len(self.f1):.3f}"
 
-    def add(self, rec: dict) -> None:
-        if rec.get("scores"):
-            self.sr.append(rec["scores"]["score"])
-            self.f1.append(rec["scores"]["f1_by_item"])
+    def add(self, ep: Episode) -> None:
+        if ep.scores:
+            self.sr.append(ep.scores.score)
+            self.f1.append(ep.scores.f1_by_item)
         self.p.update(self.t, advance=1, description=self._text())
 
     def close(self) -> None:

@@ -1,30 +1,40 @@
 """Episode files: ``RUN/episodes.jsonl`` appended as episodes finish (safe to resume after a
-crash), ``RUN/run.json`` describing the run, Parquet export loadable with HF ``datasets``, and
-GRPO group advantages."""
+crash), ``RUN/run.json`` describing the run, Parquet export loadable with HF ``datasets`` (its
+columns derived from :class:`~rollout.episode_record.Episode`'s fields), and GRPO group
+advantages."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import types
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import BaseModel, ValidationError
 
 from fictionworld.scoring import METRIC_NAMES, Scores, aggregate
+from rollout.episode_record import Episode, Timing, as_episodes
 
-__all__ = ["EpisodeLog", "read_episodes", "group_advantages", "export_parquet", "summarize", "RunError"]
+__all__ = ["EpisodeLog", "read_episodes", "group_advantages", "GroupAdvantage", "export_parquet", "summarize",
+           "RunError", "SCHEMA"]  # fmt: skip
+
+Records = Iterable[Episode | Mapping[str, Any]]  # episodes, or their JSON records
 
 
 class RunError(RuntimeError):
     """A run directory that cannot be used (another world or agent, unreadable files)."""
 
 
-def read_episodes(path: str | Path, *, repair: bool = False) -> tuple[list[dict], int]:
-    """Episode records of a JSON Lines file and the number of unreadable lines skipped. With
-    ``repair``, a partly written last line (a crash mid-write) is cut off the file."""
+def read_episodes(path: str | Path, *, repair: bool = False) -> tuple[list[Episode], int]:
+    """The episodes of a JSON Lines file (of any version: :meth:`Episode.read`) and the number of
+    unreadable lines skipped (not JSON, or not an episode). With ``repair``, a partly written
+    last line (a crash mid-write) is cut off the file."""
     path = Path(path)
     if not path.exists():
         return [], 0
@@ -40,12 +50,8 @@ def read_episodes(path: str | Path, *, repair: bool = False) -> tuple[list[dict]
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError:
-            bad += 1
-            continue
-        if isinstance(rec, dict) and "episode" in rec:
-            out.append(rec)
-        else:
+            out.append(Episode.read(rec))
+        except (json.JSONDecodeError, ValidationError, AttributeError):  # AttributeError: not an object
             bad += 1
     return out, bad
 
@@ -60,8 +66,8 @@ class EpisodeLog:
         self._check_meta(meta)
         self.records, self.skipped_lines = read_episodes(self.path, repair=True)
         for r in self.records:
-            if r.get("world_hash") not in (None, meta.get("world_hash")):
-                raise RunError(f"{self.path}: episodes from another world ({r.get('world_hash')}); use another --out")
+            if r.world_hash not in (None, meta.get("world_hash")):
+                raise RunError(f"{self.path}: episodes from another world ({r.world_hash}); use another --out")
         self._fh = self.path.open("a", encoding="utf-8")
 
     def _check_meta(self, meta: dict) -> None:
@@ -88,20 +94,20 @@ class EpisodeLog:
 
     def done(self) -> set[str]:
         """Episodes already finished (an agent or infrastructure error is run again)."""
-        return {r["episode"] for r in self.records if r.get("status") != "error"}
+        return {r.episode for r in self.records if r.status != "error"}
 
-    def append(self, record: dict) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    def append(self, episode: Episode) -> None:
+        self._fh.write(episode.line() + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
-        self.records.append(record)
+        self.records.append(episode)
 
     def close(self) -> None:
         self._fh.close()
 
-    def latest(self) -> list[dict]:
+    def latest(self) -> list[Episode]:
         """One record per episode (the last written), in file order."""
-        last = {r["episode"]: r for r in self.records}
+        last = {r.episode: r for r in self.records}
         return list(last.values())
 
 
@@ -114,55 +120,58 @@ def _differences(path: str, old, new) -> list[str]:
     return [] if old == new else [f"{path}: {short(old)} then, {short(new)} now"]
 
 
-def summarize(records: list[dict], samples: int | None = None):
-    """WideSearch summary (avg@K, pass@K / max@K) over the episodes' scores."""
-    per_task: dict[str, list[Scores | None]] = defaultdict(list)
-    for r in records:
-        s = r.get("scores")
-        per_task[r["task_id"]].append(Scores(**s) if s else None)
+def summarize(records: Records, samples: int | None = None):
+    """WideSearch summary (avg@K, pass@K / max@K) over the episodes' scores (an episode without
+    scores counts as a failed sample)."""
+    per_task: dict[str, list] = defaultdict(list)
+    for ep in as_episodes(records):
+        per_task[ep.task_id].append(ep.scores)
     k = samples or max((len(v) for v in per_task.values()), default=1)
     return aggregate(per_task, k)
 
 
-def group_advantages(records: list[dict], *, scale: str = "std", eps: float = 1e-6) -> dict[str, dict]:
-    """GRPO advantages: rewards grouped per task (over its samples) and normalised,
+class GroupAdvantage(BaseModel):
+    """An episode's GRPO advantage within its task's group (one Parquet column per field)."""
+
+    advantage: float | None  # None: the group's rewards are all equal (no signal; dropped)
+    group_size: int
+    group_mean: float
+    group_std: float
+
+
+def group_advantages(records: Records, *, scale: str = "std", eps: float = 1e-6) -> dict[str, GroupAdvantage]:
+    """GRPO advantages by episode: rewards grouped per task (over its samples) and normalised,
     (r − mean) / (std + eps) with ``scale="std"`` or r − mean with ``"none"`` (Dr. GRPO).
     Groups whose rewards are all equal carry no signal and are dropped (advantage None)."""
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        groups[r["task_id"]].append(r)
+    groups: dict[str, list[Episode]] = defaultdict(list)
+    for ep in as_episodes(records):
+        groups[ep.task_id].append(ep)
     out = {}
-    for rs in groups.values():
-        rewards = [float(r["reward"]) for r in rs]
+    for eps_ in groups.values():
+        rewards = [float(ep.reward) for ep in eps_]
         mean = sum(rewards) / len(rewards)
         std = math.sqrt(sum((x - mean) ** 2 for x in rewards) / len(rewards))
-        keep = len(rs) > 1 and std > eps
-        for r, x in zip(rs, rewards):
+        keep = len(eps_) > 1 and std > eps
+        for ep, x in zip(eps_, rewards):
             adv = None
             if keep:
                 adv = (x - mean) / (std + eps) if scale == "std" else x - mean
-            out[r["episode"]] = {"advantage": adv, "group_size": len(rs), "group_mean": mean, "group_std": std}
+            out[ep.episode] = GroupAdvantage(advantage=adv, group_size=len(eps_), group_mean=mean, group_std=std)
     return out
 
 
+# -- Parquet: one column per Episode field -------------------------------------------------------
+# A field's column type follows from its annotation (objects as JSON text, lists of models as
+# lists of structs); these fields are spread over several columns instead, named as the
+# nested model names them. A field of a type with no rule fails at import, not in an export.
+_SPREAD: dict[str, tuple[type[BaseModel], tuple[str, ...]]] = {
+    "scores": (Scores, tuple(METRIC_NAMES)),
+    "timing": (Timing, tuple(Timing.model_fields)),
+}
 _TOOL_CALL = pa.struct([("id", pa.string()), ("type", pa.string()),
                         ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])  # fmt: skip
 _MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("name", pa.string()),
                       ("tool_call_id", pa.string()), ("tool_calls", pa.list_(_TOOL_CALL))])  # fmt: skip
-_STEP = pa.struct([("turn", pa.int32()), ("tool", pa.string()), ("arguments", pa.string()), ("ok", pa.bool_()),
-                   ("error", pa.string()), ("fault", pa.string()), ("seconds", pa.float64()), ("chars", pa.int64())])  # fmt: skip
-SCHEMA = pa.schema(
-    [("episode", pa.string()), ("task_id", pa.string()), ("task_kind", pa.string()), ("sample", pa.int32()),
-     ("seed", pa.int64()), ("step", pa.int32()), ("world_hash", pa.string()), ("agent", pa.string()),
-     ("agent_config", pa.string()), ("knobs", pa.string()), ("world_model", pa.string()), ("status", pa.string()),
-     ("reason", pa.string()),
-     ("error", pa.string()), ("turns", pa.int32()), ("reward", pa.float64())]
-    + [(m, pa.float64()) for m in METRIC_NAMES]
-    + [("answer", pa.string()), ("messages", pa.list_(_MESSAGE)), ("steps", pa.list_(_STEP)),
-       ("total_s", pa.float64()), ("agent_s", pa.float64()), ("web_s", pa.float64()),
-       ("advantage", pa.float64()), ("group_size", pa.int32()), ("group_mean", pa.float64()),
-       ("group_std", pa.float64())]
-)  # fmt: skip
 
 
 def _message(m: dict) -> dict:
@@ -172,54 +181,66 @@ def _message(m: dict) -> dict:
             "tool_calls": m.get("tool_calls") or None}  # fmt: skip
 
 
-def export_parquet(records: list[dict], path: str | Path, *, scale: str = "std") -> Path:
-    """One row per episode (the last record of each): messages as OpenAI-format structs, the
-    scores as columns, and the GRPO group advantage (null for dropped groups)."""
+def _column(tp) -> tuple[pa.DataType, Callable[[Any], Any]]:
+    """The Parquet type of a value annotated ``tp`` and how to convert the value."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            typ, conv = _column(rest[0])
+            return typ, lambda v: None if v is None else conv(v)
+    elif origin is Literal and all(isinstance(a, str) for a in args):
+        return pa.string(), lambda v: v
+    elif tp is dict or origin is dict:
+        return pa.string(), lambda v: json.dumps(v, ensure_ascii=False, default=str)
+    elif origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        fields = [(name, *_column(f.annotation)) for name, f in args[0].model_fields.items()]
+        struct = pa.struct([(name, typ) for name, typ, _ in fields])
+        return pa.list_(struct), lambda v: [{n: conv(getattr(x, n)) for n, _, conv in fields} for x in v]
+    elif origin is list and args == (dict[str, Any],):  # messages: OpenAI chat format
+        return pa.list_(_MESSAGE), lambda v: [_message(m) for m in v]
+    elif tp in _SCALARS:
+        return _SCALARS[tp], lambda v: v
+    raise TypeError(f"no Parquet column for a field of type {tp!r}: add a rule to rollout.records._column")
+
+
+_SCALARS = {str: pa.string(), bool: pa.bool_(), int: pa.int64(), float: pa.float64()}
+
+
+def _episode_columns() -> list[tuple[str, pa.DataType, Callable[[Episode, GroupAdvantage | None], Any]]]:
+    cols = []
+    for name, field in Episode.model_fields.items():
+        if name in _SPREAD:
+            model, subs = _SPREAD[name]
+            for sub in subs:
+                typ, conv = _column(model.model_fields[sub].annotation)
+                cols.append((sub, typ, lambda ep, g, name=name, sub=sub, conv=conv: (
+                    None if (v := getattr(ep, name)) is None else conv(getattr(v, sub)))))  # fmt: skip
+        else:
+            typ, conv = _column(field.annotation)
+            cols.append((name, typ, lambda ep, g, name=name, conv=conv: conv(getattr(ep, name))))
+    for name, field in GroupAdvantage.model_fields.items():
+        typ, conv = _column(field.annotation)
+        cols.append((name, typ, lambda ep, g, name=name, conv=conv: None if g is None else conv(getattr(g, name))))
+    names = [c[0] for c in cols]
+    if len(set(names)) != len(names):
+        raise TypeError(f"two Parquet columns share a name: {sorted(n for n in names if names.count(n) > 1)}")
+    return cols
+
+
+_COLUMNS = _episode_columns()
+SCHEMA = pa.schema([(name, typ) for name, typ, _ in _COLUMNS])
+
+
+def export_parquet(records: Records, path: str | Path, *, scale: str = "std") -> Path:
+    """One row per episode (the last record of each): every :class:`Episode` field a column
+    (messages as OpenAI-format structs, steps as structs, objects as JSON text, the scores'
+    metrics and the timing spread over columns of their own) and the GRPO group advantage (null
+    for dropped groups and for failed episodes)."""
     path = Path(path)
-    last = list({r["episode"]: r for r in records}.values())
-    adv = group_advantages([r for r in last if r.get("status") != "error"], scale=scale)
-    rows = []
-    for r in last:
-        s = r.get("scores") or {}
-        t = r.get("timing") or {}
-        g = adv.get(r["episode"], {})
-        rows.append(
-            {
-                k: r.get(k)
-                for k in (
-                    "episode",
-                    "task_id",
-                    "task_kind",
-                    "sample",
-                    "seed",
-                    "step",
-                    "world_hash",
-                    "agent",
-                    "world_model",
-                    "status",
-                    "reason",
-                    "error",
-                    "turns",
-                    "reward",
-                    "answer",
-                )
-            }  # fmt: skip
-            | {"agent_config": json.dumps(r.get("agent_config")), "knobs": json.dumps(r.get("knobs"))}
-            | {m: s.get(m) for m in METRIC_NAMES}
-            | {
-                "messages": [_message(m) for m in r.get("messages") or []],
-                "steps": [st | {"arguments": json.dumps(st.get("arguments"))} for st in r.get("steps") or []],
-                "total_s": t.get("total_s"),
-                "agent_s": t.get("agent_s"),
-                "web_s": t.get("web_s"),
-            }  # fmt: skip
-            | {
-                "advantage": g.get("advantage"),
-                "group_size": g.get("group_size"),
-                "group_mean": g.get("group_mean"),
-                "group_std": g.get("group_std"),
-            }  # fmt: skip
-        )
+    last = list({ep.episode: ep for ep in as_episodes(records)}.values())
+    adv = group_advantages([ep for ep in last if ep.status != "error"], scale=scale)
+    rows = [{name: get(ep, adv.get(ep.episode)) for name, _, get in _COLUMNS} for ep in last]
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)

@@ -125,7 +125,7 @@ def train_policy(
             jobs, _ = jobs_for(heldout_tasks, 1 if greedy else eval_samples, greedy=greedy)
             recs = pool.run(jobs)
             result.episodes += len(recs)
-            return float(np.mean([r["reward"] for r in recs]))
+            return float(np.mean([r.reward for r in recs]))
 
         result.start = evaluate()
         result.curve.append({"iteration": 0, "train_reward": None, "heldout_reward": result.start, "kept_groups": 0})
@@ -136,10 +136,10 @@ def train_policy(
             recs = pool.run(jobs)
             result.episodes += len(recs)
             adv = group_advantages(recs)
-            batch = [(*picks[k], a["advantage"]) for k, a in adv.items() if a["advantage"] is not None]
+            batch = [(*picks[k], a.advantage) for k, a in adv.items() if a.advantage is not None]
             policy.update(batch, lr)
-            kept = {k.split("#")[0] for k, a in adv.items() if a["advantage"] is not None}
-            row = {"iteration": it, "train_reward": float(np.mean([r["reward"] for r in recs])),
+            kept = {k.split("#")[0] for k, a in adv.items() if a.advantage is not None}
+            row = {"iteration": it, "train_reward": float(np.mean([r.reward for r in recs])),
                    "heldout_reward": None, "kept_groups": len(kept), "groups": len(train_tasks)}  # fmt: skip
             if it % eval_every == 0 or it == iterations:
                 row["heldout_reward"] = evaluate()

@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-import fictionworld.cli_rollout  # noqa: F401  (registers the rollout commands)
 from fictionworld.cli import app
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.tasks.model import write_tasks
 from fictionworld.testing.scripted_openai import ScriptedOpenAIServer
+from rollout import Episode, Timing
 from rollout.pool import RolloutPool, make_jobs, run_rollouts
 from rollout.records import RunError, export_parquet, group_advantages, read_episodes
 from rollout.train import SoftmaxPolicy, plot_curve, train_policy
@@ -81,7 +81,7 @@ def test_resume_after_a_crash(ray_cluster, saved_world, tasks, tmp_path):
     assert bad == 0 and len(recs) == 13  # 4 kept + 1 old error + 8 new
     latest = {r["episode"]: r for r in recs}
     assert len(latest) == 12 and all(r["status"] == "done" for r in latest.values())
-    assert [json.loads(x) for x in kept[:4]] == recs[:4]
+    assert [json.loads(x) for x in kept[:4]] == [json.loads(r.line()) for r in recs[:4]]
     res = run_rollouts(saved_world, jobs, agent="baseline", workers=2, out=run, progress=False)
     assert (res.new, res.skipped) == (0, 12) and len(res.records) == 12
     with pytest.raises(RunError, match="agent='baseline'"):
@@ -135,12 +135,17 @@ def test_parquet_loads_with_hf_datasets(ray_cluster, saved_world, tasks, tmp_pat
 
 
 def test_group_advantages():
-    recs = [{"episode": f"t{t}#{k}", "task_id": f"t{t}", "reward": r}
-            for t, rs in enumerate([[1, 0, 0, 1], [0.5, 0.5], [0.2]]) for k, r in enumerate(rs)]  # fmt: skip
+    def episode(t, k, reward):
+        return Episode(episode=f"t{t}#{k}", task_id=f"t{t}", task_kind="wide", sample=k, seed=k, step=0,
+                       world_hash=None, agent="a", agent_config={}, status="done", error=None, reason="answer",
+                       turns=1, reward=reward, scores=None, answer=None, messages=[], steps=[], timing=Timing())  # fmt: skip
+
+    recs = [episode(t, k, r) for t, rs in enumerate([[1, 0, 0, 1], [0.5, 0.5], [0.2]]) for k, r in enumerate(rs)]
     adv = group_advantages(recs)
-    assert [adv[f"t0#{k}"]["advantage"] for k in range(4)] == pytest.approx([1, -1, -1, 1], abs=1e-5)
-    assert adv["t1#0"]["advantage"] is None and adv["t2#0"]["advantage"] is None  # no variance, no signal
-    assert group_advantages(recs, scale="none")["t0#0"]["advantage"] == pytest.approx(0.5)
+    assert [adv[f"t0#{k}"].advantage for k in range(4)] == pytest.approx([1, -1, -1, 1], abs=1e-5)
+    assert adv["t1#0"].advantage is None and adv["t2#0"].advantage is None  # no variance, no signal
+    assert group_advantages(recs, scale="none")["t0#0"].advantage == pytest.approx(0.5)
+    assert group_advantages([json.loads(r.line()) for r in recs]) == adv  # JSON records are read as episodes
 
 
 def test_cli_rollout_resume_and_export(ray_cluster, saved_world, tasks, tmp_path):

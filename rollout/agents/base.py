@@ -1,8 +1,13 @@
 """The agent contract and registry.
 
 An agent's :meth:`Agent.policy` is a generator: it yields actions (tool calls in any form
-:class:`~fictionworld.env.SearchEnv` reads) and receives each step's observation messages.
-:func:`rollout.episode.run_episode` drives it against the env. Only agents marked
+:class:`~fictionworld.env.SearchEnv` reads) and is sent each step's :class:`Observation`: the
+step's new messages (a ``list`` of OpenAI-format message dicts, as ``SearchEnv.step`` returns
+them) that also carries ``.calls``, the env's :class:`~fictionworld.env.StepRecord` of each tool
+call of that step, in order. A program decides on ``calls[i].status`` (``ok``; ``not_found``: a
+well-formed URL with no page; ``error``: a malformed call; ``fault``: an injected timeout or
+server error, worth retrying) and never on the text, which is for a model to read.
+:func:`rollout.episode.run_episode` drives the policy against the env. Only agents marked
 ``privileged`` (the oracle) are given the task's provenance and the world; the others see the
 opening messages and the tool schemas, as an LLM would.
 """
@@ -11,27 +16,45 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
+
+from fictionworld.env import StepRecord
+from fictionworld.web import ToolStatus
 
 __all__ = [
     "Agent",
     "ToolAgent",
+    "Observation",
+    "call_status",
     "AGENTS",
     "make_agent",
     "register",
     "read_results",
     "read_links",
     "title_of",
-    "FAULT_MARKERS",
 ]
 
 Action = Any
-Observation = list[dict]
 AGENTS: dict[str, Callable[..., Agent]] = {}
 
-# What an injected tool fault looks like to an agent (see fictionworld.web.web.FAULT_TEXT).
-FAULT_MARKERS = ("timed out", "503 Service Unavailable", "429 Too Many Requests")
+
+class Observation(list):
+    """One step's observation: its new messages (this is a list of them, so an agent that only
+    reads messages treats it as one) and ``calls``, the :class:`~fictionworld.env.StepRecord`
+    of each tool call the step ran, in order (``status``, ``fault``, ``error``, …)."""
+
+    def __init__(self, messages: Iterable[dict] = (), calls: Iterable[StepRecord | Mapping] = ()):
+        super().__init__(messages)
+        self.calls: list[StepRecord] = [c if isinstance(c, StepRecord) else StepRecord.model_validate(c) for c in calls]
+
+    @classmethod
+    def from_step(cls, obs: list[dict], info: Mapping) -> Observation:
+        """From ``SearchEnv.step``'s observation and info (whose ``calls`` are the step records)."""
+        return cls(obs, info.get("calls") or ())
+
+    def __repr__(self) -> str:
+        return f"Observation({list.__repr__(self)}, calls={self.calls!r})"
 
 
 class Agent:
@@ -45,38 +68,62 @@ class Agent:
         return {"name": self.name}
 
     def policy(self, messages: list[dict], tools: list[dict], task=None) -> Generator[Action, Observation, None]:
+        """Yields actions; receives an :class:`Observation` after each (see the module docstring).
+        ``messages`` are the opening system and user messages, ``tools`` the OpenAI tool schemas,
+        ``task`` the task itself for ``privileged`` agents only (else None)."""
         raise NotImplementedError
 
 
 class ToolAgent(Agent):
     """Helpers for scripted agents: a call retried on injected faults, and pages opened once per
-    episode (``self.pages`` is reset by the policy). Use with ``yield from``."""
+    episode (``self.pages`` is reset by the policy). Use with ``yield from``. They read each
+    call's status from the :class:`Observation`, never its text."""
 
-    retries = 3
+    retries = 3  # tries in all of a call that meets injected faults
     delay = 0.0  # seconds slept before each call (an LLM's latency, for benchmarks)
 
     def _call(self, name: str, **args):
-        text = ""
-        for _ in range(self.retries):
+        """The text of a call that worked (status ``ok``), else None: ``not_found``, ``error``,
+        or a fault on every try."""
+        text, _ = yield from self._tool(name, **args)
+        return text
+
+    def _tool(self, name: str, **args):
+        """(text or None, status) of a call, tried again while the env reports a fault."""
+        status: ToolStatus = "fault"
+        for _ in range(max(1, self.retries)):
             if self.delay:
                 time.sleep(self.delay)
             obs = yield {"name": name, "arguments": args}
-            text = obs[0]["content"] if obs else ""
-            if not is_fault(text):
+            status = call_status(obs)
+            if status != "fault":
                 break
-        return text
+        return (obs[0]["content"] if status == "ok" and obs else None), status
 
     def _open(self, url: str):
-        """The page's text, or None when it cannot be opened."""
+        """The page's text, or None when there is no such page (``not_found``) or the call is
+        refused (``error``); both are remembered, so the page is asked for once. A fault on
+        every try is not remembered: a later open may work."""
         if url not in self.pages:
-            text = yield from self._call("open", url=url)
-            self.pages[url] = None if text.startswith(("Error:", "Page not found")) else text
-            if self.pages[url] is not None:
+            text, status = yield from self._tool("open", url=url)
+            if status == "fault":
+                return None
+            self.pages[url] = text
+            if text is not None:
                 self._read(text)
         return self.pages[url]
 
     def _read(self, text: str) -> None:
         """Called once for every page opened (override to note links)."""
+
+
+def call_status(obs) -> ToolStatus:
+    """The status of the (first) tool call of a step, from its :class:`Observation`."""
+    calls = getattr(obs, "calls", None)
+    if calls is None:
+        raise TypeError("a ToolAgent reads each call's status from an Observation (run_episode sends one); "
+                        "wrap SearchEnv.step's output with Observation.from_step(obs, info)")  # fmt: skip
+    return calls[0].status if calls else "error"
 
 
 def register(name: str):
@@ -123,7 +170,3 @@ def title_of(text: str) -> str | None:
     """The title of a page (its first ``# `` line)."""
     first = text.split("\n", 1)[0]
     return first[2:].strip() if first.startswith("# ") else None
-
-
-def is_fault(text: str) -> bool:
-    return text.startswith("Error:") and any(k in text for k in FAULT_MARKERS)

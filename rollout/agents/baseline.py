@@ -98,7 +98,7 @@ class BaselineAgent(ToolAgent):
         urls = []
         for q in _queries(query, headers, s, single):
             text = yield from self._call("search", query=q)
-            urls += [u for u, _ in read_results(text)[: s.open_results] if u not in urls]
+            urls += [u for u, _ in read_results(text or "")[: s.open_results] if u not in urls]
         entities: list[str] = []
         for url in urls:
             text = yield from self._open(url)

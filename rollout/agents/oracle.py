@@ -77,7 +77,7 @@ class OracleAgent(ToolAgent):
         name = self.world.entity(eid).name
         for page in range(1, self.search_pages + 1):
             text = yield from self._call("search", query=name, page=page)
-            urls = [u for u, _ in read_results(text)]
+            urls = [u for u, _ in read_results(text or "")]
             self.linked.update(urls)
             if url in urls:
                 return (yield from self._open(url))
