@@ -161,9 +161,7 @@ class World:
         """(entity rows, values) of one attribute over one type, vectorised."""
         f = self.facts
         m = (f.predicate == PREDICATE_CODE[name]) & (self.entities.type_code[f.subject] == TYPE_NAMES.index(type_name))
-        dtype = ENTITY_TYPES[type_name].attribute(name).dtype.value
-        col = {"int": f.v_int, "float": f.v_float, "date": f.v_date}.get(dtype, f.v_text)
-        return f.subject[m], col[m]
+        return f.subject[m], f.column(ENTITY_TYPES[type_name].attribute(name).dtype)[m]
 
     # -- views ---------------------------------------------------------------------------
     @cached_property

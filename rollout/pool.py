@@ -216,26 +216,12 @@ def _check_run(**settings) -> None:
 
 def agent_factory(name: str):
     """What :func:`rollout.agents.make_agent` would build ``name`` with, or SetupError."""
-    if ":" not in name:
-        from rollout.agents import AGENTS
+    from rollout.agents.base import agent_class
 
-        if name not in AGENTS:
-            raise SetupError(f"unknown agent {name!r}; known agents: {', '.join(sorted(AGENTS))} (or module:Class)")
-        return AGENTS[name]
-    import importlib
-
-    module, _, attr = name.partition(":")
-    if not module or not attr:
-        raise SetupError(f"agent {name!r}: expected module:Class, e.g. my_agents:MyAgent")
     try:
-        factory = getattr(importlib.import_module(module), attr, None)
-    except Exception as e:  # noqa: BLE001 — any import failure is the user's module
-        raise SetupError(f"agent {name!r}: cannot import module {module!r} ({e})") from None
-    if factory is None:
-        raise SetupError(f"agent {name!r}: module {module!r} has no {attr!r}")
-    if not callable(factory) or (isinstance(factory, type) and not callable(getattr(factory, "policy", None))):
-        raise SetupError(f"agent {name!r}: {attr!r} is not an agent class (one with a policy method)")
-    return factory
+        return agent_class(name)
+    except ValueError as e:
+        raise SetupError(str(e)) from None
 
 
 def _agent_env_defaults(factory, name: str, config: dict) -> dict:

@@ -27,7 +27,7 @@ from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
 from fictionworld.seeding import mix64_int
 from fictionworld.web import ToolStatus
 from fictionworld.web.text import valid_text
-from fictionworld.worldmodel.config import WorldModelConfig, with_world_model
+from fictionworld.worldmodel.config import TEMPLATE, WorldModelConfig, with_world_model
 
 __all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER"]
 
@@ -79,7 +79,8 @@ class SearchEnv:
         # A world model other than the default gets its own view of the web: the web given is
         # shared (other envs, other threads) and is never changed. The default leaves a model
         # set on the web alone.
-        self.web = web if self.config.world_model.kind == "template" else with_world_model(web, self.config.world_model)
+        default = self.config.world_model.entry_id == TEMPLATE
+        self.web = web if default else with_world_model(web, self.config.world_model)
         self.tasks = list(tasks) if tasks is not None else []
         self._task_by_id = {t.instance_id: t for t in self.tasks}
         self._episodes = 0

@@ -1,11 +1,15 @@
 """WideSearch scoring: ``strict`` (the default and the RL reward) and ``compat`` (the official
 evaluator's numbers)."""
 
+import functools
+from collections.abc import Callable
+
 from fictionworld.scoring.scores import METRIC_NAMES, RewardConfig, Scores, Summary, aggregate, reward
 from fictionworld.scoring.strict import AnswerLimits, score_strict
 
 __all__ = [
     "score",
+    "scorer",
     "score_strict",
     "Scores",
     "Summary",
@@ -17,15 +21,22 @@ __all__ = [
 ]
 
 
-def score(response: str, task, *, mode: str = "strict", judge=None, today=None, limits=None) -> Scores:
-    """Scores of one response against one task. ``mode``: ``strict`` (default) or ``compat``
-    (official semantics; ``judge`` an optional OpenAI-compatible judge, ``today`` the date the
-    official evaluator's date parsing is relative to). ``limits``: the strict scorer's
-    :class:`AnswerLimits` (size caps; over them an answer scores 0)."""
-    if mode == "strict":
-        return score_strict(response, task, limits=limits)
-    if mode == "compat":
-        from fictionworld.scoring.compat import score_compat
+def score(response: str, task, *, mode: str = "strict", **options) -> Scores:
+    """Scores of one response against one task. ``mode``: ``strict`` (default; ``limits``, the
+    :class:`AnswerLimits` size caps), ``compat`` (official semantics; ``judge`` an optional
+    OpenAI-compatible judge, ``today`` the date the official evaluator's date parsing is
+    relative to), or any scorer registered in :mod:`fictionworld.registry`."""
+    return scorer(mode, **options)(response, task)
 
-        return score_compat(response, task, judge=judge, today=today)
-    raise ValueError(f"unknown scoring mode {mode!r} (strict or compat)")
+
+def scorer(mode: str = "strict", **options) -> Callable[..., Scores]:
+    """The registered scorer ``mode`` (an id or alias) as a function ``(response, task)``,
+    with ``options`` bound. Options left ``None`` take the scorer's defaults."""
+    from fictionworld.registry import RegistryError, spec
+
+    try:
+        entry = spec(mode, "scorer")
+    except RegistryError as e:
+        raise ValueError(f"unknown scoring mode {mode!r}: {e}") from None
+    bound = entry.kwargs | {k: v for k, v in options.items() if v is not None}
+    return functools.partial(entry.load(), **bound) if bound else entry.load()

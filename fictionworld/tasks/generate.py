@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
-from fictionworld.tasks.deep import DeepTaskGenerator
+from fictionworld.registry import RegistryError, make
 from fictionworld.tasks.model import Task
 from fictionworld.tasks.query import GraphIndex, evaluate
-from fictionworld.tasks.wide import TaskKnobs, WideTaskGenerator
+from fictionworld.tasks.wide import TaskKnobs
 
 __all__ = ["generate_tasks", "recompute", "TaskGenerationError"]
 
@@ -21,19 +20,21 @@ def generate_tasks(
     world,
     n: int,
     *,
-    kind: Literal["wide", "deep", "mixed"] = "wide",
+    kind: str = "wide",
     seed: int = 0,
     knobs: TaskKnobs | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Task]:
     """``n`` tasks drawn from ``world``: the same (world, n, kind, seed, knobs) always gives the
-    same tasks. ``mixed`` alternates wide and deep. Draws that find no task within their
-    attempts are skipped; too many skips (knobs the world cannot satisfy) raise."""
+    same tasks. ``kind`` is a registered task kind (``wide``, ``deep``, or an id such as
+    ``fictionworld/WideTable-v0``); ``mixed`` alternates wide and deep. Draws that find no task
+    within their attempts are skipped; too many skips (knobs the world cannot satisfy) raise."""
     knobs = knobs or TaskKnobs()
-    gens = {
-        "wide": WideTaskGenerator(world, seed=seed, knobs=knobs),
-        "deep": DeepTaskGenerator(world, seed=seed, knobs=knobs),
-    }
+    cycle = ("wide", "deep") if kind == "mixed" else (kind,)
+    try:
+        gens = {k: make(k, kind="task", world=world, seed=seed, knobs=knobs) for k in cycle}
+    except RegistryError as e:
+        raise ValueError(f"unknown task kind {kind!r}: {e} (or mixed)") from None
     out: list[Task] = []
     seen: set[str] = set()
     i = 0
@@ -44,7 +45,7 @@ def generate_tasks(
                 f"for the knobs (rows {knobs.rows_min}–{knobs.rows_max}, {knobs.columns} columns, "
                 f"selectivity {knobs.selectivity}); lower them or generate a larger world"
             )
-        k = kind if kind != "mixed" else ("wide", "deep")[i % 2]
+        k = cycle[i % len(cycle)]
         task = gens[k].task(i)
         i += 1
         if task is None:

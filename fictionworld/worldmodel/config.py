@@ -6,20 +6,29 @@ from __future__ import annotations
 import copy
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["WorldModelConfig", "make_world_model", "with_world_model", "use_world_model", "sglang_world_model", "QWEN_AGENTWORLD_SAMPLING"]
+__all__ = [
+    "WorldModelConfig",
+    "make_world_model",
+    "with_world_model",
+    "use_world_model",
+    "sglang_world_model",
+    "QWEN_AGENTWORLD_SAMPLING",
+]
 
+TEMPLATE, SGLANG = "fictionworld/TemplateWorldModel-v0", "fictionworld/SGLangWorldModel-v0"
 # The sampling the Qwen-AgentWorld model card recommends for its world model.
 QWEN_AGENTWORLD_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
 
 
 class WorldModelConfig(BaseModel):
-    """``kind="template"`` (default, no server) or ``"sglang"`` (``base_url`` required)."""
+    """``kind="template"`` (default, no server), ``"sglang"`` (``base_url`` required), or the
+    id of any world model in :mod:`fictionworld.registry` (built with ``web=``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["template", "sglang"] = "template"
+    kind: str = "template"
     base_url: str | None = None
     model: str = "default"
     api: Literal["chat", "generate"] = "chat"
@@ -35,9 +44,26 @@ class WorldModelConfig(BaseModel):
     extra_body: dict = Field(default_factory=dict)  # e.g. {"chat_template_kwargs": {"enable_thinking": False}}
     cooldown: float = Field(30.0, ge=0)
 
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        from fictionworld.registry import RegistryError, spec
+
+        try:
+            spec(kind, "world_model")
+        except RegistryError as e:
+            raise ValueError(str(e)) from None
+        return kind
+
+    @property
+    def entry_id(self) -> str:
+        from fictionworld.registry import spec
+
+        return spec(self.kind, "world_model").id
+
     @model_validator(mode="after")
     def _url(self) -> WorldModelConfig:
-        if self.kind == "sglang" and not self.base_url:
+        if self.entry_id == SGLANG and not self.base_url:
             raise ValueError("the sglang world model needs base_url (e.g. http://127.0.0.1:30000/v1)")
         return self
 
@@ -52,8 +78,12 @@ def make_world_model(config: WorldModelConfig | dict | None, web):
     from fictionworld.web.model import TemplateWorldModel
 
     config = WorldModelConfig.model_validate(config or {})
-    if config.kind == "template":
+    if config.entry_id == TEMPLATE:
         return TemplateWorldModel()
+    if config.entry_id != SGLANG:
+        from fictionworld.registry import make
+
+        return make(config.kind, kind="world_model", web=web)
     from fictionworld.worldmodel.sglang import SGLangWorldModel
 
     c = config

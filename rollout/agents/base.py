@@ -14,6 +14,7 @@ opening messages and the tool schemas, as an LLM would.
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -134,19 +135,44 @@ def register(name: str):
     return deco
 
 
+def agent_class(name: str):
+    """The class (or factory) an agent name means: an id or alias in
+    :mod:`fictionworld.registry` (``oracle``, ``fictionworld/Baseline-v0``, …), a name given to
+    :func:`register`, or ``module:Class``. Raises ValueError saying what is wrong."""
+    from fictionworld.registry import RegistryError, registered, spec
+
+    if ":" not in name:
+        try:
+            return spec(name, "agent").load()
+        except RegistryError:
+            if name in AGENTS:
+                return AGENTS[name]
+            known = sorted({a for i in registered("agent") for a in spec(i).aliases} | set(AGENTS))
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise ValueError(
+                f"unknown agent {name!r}; known agents: {', '.join(known)} (or module:Class){hint}"
+            ) from None
+    import importlib
+
+    module, _, attr = name.partition(":")
+    if not module or not attr:
+        raise ValueError(f"agent {name!r}: expected module:Class, e.g. my_agents:MyAgent")
+    try:
+        factory = getattr(importlib.import_module(module), attr, None)
+    except Exception as e:  # noqa: BLE001 — any import failure is the user's module
+        raise ValueError(f"agent {name!r}: cannot import module {module!r} ({e})") from None
+    if factory is None:
+        raise ValueError(f"agent {name!r}: module {module!r} has no {attr!r}")
+    if not callable(factory) or (isinstance(factory, type) and not callable(getattr(factory, "policy", None))):
+        raise ValueError(f"agent {name!r}: {attr!r} is not an agent class (one with a policy method)")
+    return factory
+
+
 def make_agent(name: str, *, world=None, **config) -> Agent:
-    """An agent by registry name (``oracle``, ``baseline``, ``openai``) or ``module:Class``."""
-    if ":" in name:
-        import importlib
-
-        mod, _, cls = name.partition(":")
-        factory = getattr(importlib.import_module(mod), cls)
-    else:
-        import rollout.agents  # noqa: F401  (registers the built-in agents)
-
-        if name not in AGENTS:
-            raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))} (or module:Class)")
-        factory = AGENTS[name]
+    """An agent by name (see :func:`agent_class`) with ``config``; privileged agents (the
+    oracle) are given ``world``."""
+    factory = agent_class(name)
     if getattr(factory, "privileged", False):
         config["world"] = world
     return factory(**config)
