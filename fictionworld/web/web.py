@@ -103,11 +103,16 @@ class Web:
         path: str | Path | None = None,
         *,
         progress: Callable[[str], None] | None = None,
-        backend: Callable[[Iterable[tuple[str, str]], Path], SearchBackend] = TantivyIndex.build,
+        backend: Callable[[Iterable[tuple[str, str]], Path], SearchBackend] | str = TantivyIndex.build,
     ) -> Web:
         """Render every page and index it. With ``path`` the index is written there (a world
         directory's ``index/``), else to a temporary directory that lives as long as the Web.
-        ``backend(docs, directory)`` indexes the (title, plain text) pairs, page id = position."""
+        ``backend(docs, directory)`` indexes the (title, plain text) pairs, page id = position;
+        a string names a registered search backend (``"tantivy"``)."""
+        if isinstance(backend, str):
+            from fictionworld.registry import spec
+
+            backend = spec(backend, "search_backend").load()
         pages = render_pages(world, pool=world.spec.web.perturbation_pool, progress=progress)
         tmp = None
         if path is None:
