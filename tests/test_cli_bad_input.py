@@ -15,11 +15,11 @@ import typer.main
 from typer.testing import CliRunner
 
 import fictionworld as fw
-from fictionworld.cli import MAX_ENTITIES, MAX_K, MAX_PAGE, MIN_ENTITIES, load_commands
+from fictionworld.cli import MAX_ENTITIES, MAX_K, MAX_PAGE, MIN_ENTITIES, app
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.tasks.model import write_tasks
 
-APP = load_commands()
+APP = app
 COMMANDS = typer.main.get_command(APP).commands
 
 
@@ -101,7 +101,7 @@ def test_rollout_on_a_missing_or_broken_world(files, tmp_path, no_ray, world):
         ("rollout.agents:Nope", None, "has no 'Nope'"),
         ("oracle", '{"retries": 1, "colour": "red"}', "unknown setting(s) 'colour'; valid settings: retries"),
         ("openai", '{"tool_mode": "smoke"}', "tool_mode must be native or tags"),
-        ("openai", '{"max_turns": 0}', "env setting 'max_turns': must be >= 1, not 0"),
+        ("openai", '{"max_turns": 0}', "must be >= 1, not 0"),  # env setting 'max_turns' (…)
     ],
 )
 def test_rollout_agent_is_checked_before_ray_starts(files, tmp_path, no_ray, agent, config, says):
@@ -118,7 +118,10 @@ def test_rollout_agent_is_checked_before_ray_starts(files, tmp_path, no_ray, age
     [
         (["--tool-mode", "tags"], "--tool-mode: only for --agent openai"),
         (["--temperature", "0.3"], "--temperature: only for --agent openai"),
+        (["--agent-model", "m"], "--agent-model: only for --agent openai, not --agent baseline"),
+        (["--agent-url", "http://h:1/v1"], "--agent-url: only for --agent openai, not --agent baseline"),
         (["--model", "m"], "--model: only for --agent openai (or --world-model sglang)"),
+        (["--world-model-url", "http://h:1/v1"], "--world-model-url: only for --world-model sglang"),
         (["--world-model-name", "m"], "--world-model-name: only for --world-model sglang"),
         (["--knob", "conflict_rate=abc"], "knob 'conflict_rate': must be a number, not 'abc'"),
         (["--tools", "everything"], "--tools must be basic, agentworld or all"),
@@ -209,7 +212,8 @@ def test_score_with_an_empty_response_directory_or_file(files, tmp_path):
     (tmp_path / "resp").mkdir()
     r = cli("score", "--tasks", files["tasks"], "--responses", tmp_path / "resp")
     assert clean_failure(r) == [
-        f"error: --responses {tmp_path / 'resp'}: no response files (*_response.jsonl) in this directory"
+        f"error: --responses {tmp_path / 'resp'}: neither a rollout run (episodes.jsonl) "
+        "nor official response files (*_response.jsonl) in this directory"
     ]
     (tmp_path / "r.jsonl").write_text("\n")
     r = cli("score", "--tasks", files["tasks"], "--responses", tmp_path / "r.jsonl")
@@ -248,10 +252,42 @@ def test_response_file_errors_are_in_words(files, tmp_path):
 
 
 def test_fidelity_fails_when_the_server_never_answers(files):
-    r = cli("fidelity", files["world"], "--world-model", "sglang", "--base-url", "http://127.0.0.1:9/v1", "--n", "2",
-            "--searches", "0", "--json")  # fmt: skip
+    r = cli("fidelity", files["world"], "--world-model", "sglang", "--world-model-url", "http://127.0.0.1:9/v1",
+            "--n", "2", "--searches", "0", "--json")  # fmt: skip
     lines = clean_failure(r, 1)
     assert len(lines) == 1 and "nothing was rendered" in lines[0] and "http://127.0.0.1:9/v1" in lines[0]
+
+
+# -- one option per server: --base-url is a deprecated alias of what it meant before -------------------
+def test_each_server_has_its_own_option_and_base_url_still_works_with_a_warning(files, tmp_path, no_ray):
+    down = "http://127.0.0.1:9/v1"
+    r = cli("search", files["world"], "glass", "--world-model", "sglang", "--base-url", down, "--model", "m")
+    assert r.exit_code == 0, r.output
+    assert "warning: --base-url is deprecated here; use --world-model-url" in r.output
+    assert "warning: --model is deprecated here; use --world-model-name" in r.output
+    r = cli("search", files["world"], "glass", "--world-model", "sglang", "--base-url", down, "--world-model-url", down)
+    assert clean_failure(r) == [
+        "error: --base-url is the deprecated name of --world-model-url; give --world-model-url only"
+    ]
+    r = cli("open", files["world"], files["url"], "--world-model-url", down)
+    assert clean_failure(r) == ["error: --world-model-url: only for --world-model sglang"]
+    r = cli("fidelity", files["world"], "--world-model", "sglang")
+    assert clean_failure(r) == [
+        "error: --world-model sglang needs --world-model-url (its SGLang server, e.g. http://127.0.0.1:30000/v1)"
+    ]
+    rollout = ["rollout", files["world"], "--tasks", files["tasks"], "--out", tmp_path / "run"]
+    r = cli(*rollout, "--agent", "oracle", "--base-url", down)
+    assert clean_failure(r) == ["error: --base-url: only for --agent openai (or --world-model sglang)"]
+    r = cli(*rollout, "--agent", "openai", "--base-url", down, "--agent-url", down)
+    assert "error: --base-url is the deprecated name of --agent-url; give --agent-url only" in clean_failure(r)
+    assert "warning: --base-url is deprecated" in r.output
+    r = cli("score", "--tasks", files["tasks"], "--responses", files["responses"], "--judge-base-url", down,
+            "--judge-url", down)  # fmt: skip
+    assert clean_failure(r) == ["error: --judge-base-url is the deprecated name of --judge-url; give --judge-url only"]
+    for command in ("search", "open", "fidelity", "rollout", "score"):
+        text = cli(command, "--help").output
+        assert "--base-url" not in text and "--judge-base-url" not in text, command
+    assert "--agent-url" in cli("rollout", "--help").output and "--judge-url" in cli("score", "--help").output
 
 
 # -- messages: one clear line per problem, never pydantic's ------------------------------------------
@@ -300,7 +336,7 @@ def test_search_help_documents_the_limits(files):
     from fictionworld.web.web import MAX_PAGE as WEB_MAX_PAGE
 
     assert MAX_PAGE == WEB_MAX_PAGE
-    text = " ".join(cli("search", "--help").output.split())
+    text = " ".join(cli("search", "--help").output.replace("│", " ").split())  # wherever the box wraps it
     assert f"Results per page, 1 to {MAX_K}" in text and f"1 to {MAX_PAGE}" in text
     r = cli("search", files["world"], "glass", "--k", MAX_K + 1)
     clean_failure(r)

@@ -343,4 +343,4 @@ def test_cli_open_with_the_server_down_says_so_and_serves_the_template(saved_wor
     assert "no SGLang server answers" in r.stderr and "serving template pages" in r.stderr
     assert world.web.pages.text(0).splitlines()[0] in r.stdout
     r = cli("search", saved_world, "anything", "--world-model", "sglang")
-    assert r.returncode == 2 and "needs --base-url" in r.stderr
+    assert r.returncode == 2 and "needs --world-model-url" in r.stderr

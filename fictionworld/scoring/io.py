@@ -1,5 +1,11 @@
-"""Reading tasks and responses in this project's format and in the official WideSearch layout,
-and writing tasks out in the official layout."""
+"""Reading tasks and responses in this project's format, in the official WideSearch layout and
+from rollout runs, and writing tasks out in the official layout.
+
+Responses come in three shapes, all read by :func:`load_responses`: a JSONL file of
+``{"instance_id", "response", "trial"}`` records, a directory of official
+``*_response.jsonl`` files, or a rollout run (``RUN/`` or ``RUN/episodes.jsonl``), whose episodes
+answer tasks by ``task_id`` (the trial is the episode's ``sample``). A run's tasks are in
+``RUN/tasks.jsonl`` when the run was made by ``fictionworld rollout`` (see :func:`run_tasks_file`)."""
 
 from __future__ import annotations
 
@@ -14,7 +20,21 @@ from pydantic import ValidationError
 from fictionworld.errors import in_words
 from fictionworld.tasks.model import Evaluation, GoldTable, Task, TaskError, norm_header, read_tasks
 
-__all__ = ["carries_gold", "load_tasks", "load_responses", "export_widesearch", "ResponseError"]
+__all__ = [
+    "carries_gold",
+    "load_tasks",
+    "load_responses",
+    "load_episode_answers",
+    "rollout_run",
+    "run_tasks_file",
+    "export_widesearch",
+    "ResponseError",
+    "EPISODES_FILE",
+    "RUN_TASKS_FILE",
+]
+
+EPISODES_FILE = "episodes.jsonl"  # a rollout run's episodes (rollout.records.EpisodeLog)
+RUN_TASKS_FILE = "tasks.jsonl"  # the tasks a rollout run ran, beside its episodes
 
 
 class ResponseError(ValueError):
@@ -98,23 +118,36 @@ def load_tasks(path: str | Path, gold_dir: str | Path | None = None) -> tuple[li
     return tasks, skipped
 
 
-def load_responses(path: str | Path, task_ids: list[str]) -> dict[str, dict[int, str]]:
-    """{instance_id: {trial: response}} from a JSONL file of ``{"instance_id", "response",
-    "trial"}`` records (trial defaults to 0, ``trial_idx`` accepted) or from a directory of
-    official ``{model}_{instance_id}_{trial}_response.jsonl`` files."""
+def rollout_run(path: str | Path) -> Path | None:
+    """The run directory if ``path`` is a rollout run (a directory holding ``episodes.jsonl``)
+    or a run's ``episodes.jsonl``; else None."""
     path = Path(path)
-    out: dict[str, dict[int, str]] = {}
     if path.is_dir():
-        pats = {iid: re.compile(rf"_{re.escape(iid)}_(\d+)(?:_multi_agent)?_response\.jsonl$") for iid in task_ids}
-        for f in sorted(path.glob("*_response.jsonl")):
-            for iid, pat in pats.items():
-                m = pat.search(f.name)
-                if m:
-                    rec = _first_record(f)
-                    out.setdefault(iid, {})[int(m.group(1))] = rec.get("response") if rec else None
-                    break
-        return out
+        return path if (path / EPISODES_FILE).is_file() else None
+    return path.parent if path.name == EPISODES_FILE and path.is_file() else None
+
+
+def run_tasks_file(path: str | Path) -> Path | None:
+    """The tasks file of the rollout run at ``path`` (the run or its episodes), if it has one."""
+    run = rollout_run(path)
+    return run / RUN_TASKS_FILE if run is not None and (run / RUN_TASKS_FILE).is_file() else None
+
+
+def load_responses(path: str | Path, task_ids: list[str]) -> dict[str, dict[int, str | None]]:
+    """{instance_id: {trial: response}} from a JSONL file of ``{"instance_id", "response",
+    "trial"}`` records (trial defaults to 0, ``trial_idx`` accepted), from a directory of
+    official ``{model}_{instance_id}_{trial}_response.jsonl`` files, or from a rollout run
+    (its directory, its ``episodes.jsonl`` or any JSONL file of episode records: see
+    :func:`load_episode_answers`)."""
+    path = Path(path)
+    if path.is_dir():
+        if (path / EPISODES_FILE).is_file():
+            return load_episode_answers(path / EPISODES_FILE)
+        return _official_responses(path, task_ids)
     lines = _read_text(path, "responses", ResponseError).splitlines()
+    if _are_episodes(lines):
+        return _episode_answers(path, lines)
+    out: dict[str, dict[int, str | None]] = {}
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -130,6 +163,74 @@ def load_responses(path: str | Path, task_ids: list[str]) -> dict[str, dict[int,
             raise ResponseError(f"{path}:{n}: field 'trial' must be a whole number >= 0, not {trial!r}")
         out.setdefault(iid, {})[trial] = rec.get("response")
     return out
+
+
+def _official_responses(path: Path, task_ids: list[str]) -> dict[str, dict[int, str | None]]:
+    out: dict[str, dict[int, str | None]] = {}
+    pats = {iid: re.compile(rf"_{re.escape(iid)}_(\d+)(?:_multi_agent)?_response\.jsonl$") for iid in task_ids}
+    for f in sorted(path.glob("*_response.jsonl")):
+        for iid, pat in pats.items():
+            m = pat.search(f.name)
+            if m:
+                rec = _first_record(f)
+                out.setdefault(iid, {})[int(m.group(1))] = rec.get("response") if rec else None
+                break
+    return out
+
+
+def _are_episodes(lines: list[str]) -> bool:
+    """Whether a JSONL file holds episode records (``task_id``) rather than responses (``instance_id``)."""
+    first = next((ln for ln in lines if ln.strip()), "")
+    try:
+        rec = json.loads(first) if first else None
+    except json.JSONDecodeError:
+        return False
+    return isinstance(rec, dict) and "task_id" in rec and "instance_id" not in rec
+
+
+def load_episode_answers(path: str | Path) -> dict[str, dict[int, str | None]]:
+    """{task_id: {sample: answer}} from a rollout's ``episodes.jsonl``. Reads only each
+    episode's ``task_id`` and ``answer`` (and ``sample``, or the ``#N`` of its ``episode`` key, as
+    the trial; 0 without either). An episode without an answer (an error) has None; an episode
+    recorded twice (a rerun after an error) counts once, as last written. A partly written last
+    line (a crash mid-write) is skipped, as a resumed run skips it."""
+    path = Path(path)
+    return _episode_answers(path, _read_text(path, "episodes", ResponseError).splitlines())
+
+
+def _episode_answers(path: Path, lines: list[str]) -> dict[str, dict[int, str | None]]:
+    out: dict[str, dict[int, str | None]] = {}
+    last = max((n for n, ln in enumerate(lines, 1) if ln.strip()), default=0)
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            task_id = rec["task_id"]
+        except json.JSONDecodeError as e:
+            if n == last:
+                break  # cut off by a crash: the run reruns that episode
+            raise ResponseError(f"{path}:{n}: not an episode record: {_in_words(e)}") from None
+        except (KeyError, TypeError) as e:
+            raise ResponseError(f"{path}:{n}: not an episode record: {_in_words(e)}") from None
+        if not isinstance(task_id, str) or not task_id:
+            raise ResponseError(f"{path}:{n}: field 'task_id' must be a task id (text), not {task_id!r}")
+        answer = rec.get("answer")
+        if answer is not None and not isinstance(answer, str):
+            raise ResponseError(f"{path}:{n}: field 'answer' must be text or null, not {type(answer).__name__}")
+        out.setdefault(task_id, {})[_sample(rec, path, n)] = answer
+    return out
+
+
+def _sample(rec: dict, path: Path, n: int) -> int:
+    """An episode's trial: its ``sample``, else the ``N`` of an ``episode`` key ``TASK#N``, else 0."""
+    sample = rec.get("sample")
+    if sample is None:
+        _, sep, tail = str(rec.get("episode", "")).rpartition("#")
+        sample = int(tail) if sep and tail.isdigit() else 0
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        raise ResponseError(f"{path}:{n}: field 'sample' must be a whole number >= 0, not {sample!r}")
+    return sample
 
 
 def _first_record(f: Path) -> dict | None:

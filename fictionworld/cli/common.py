@@ -1,5 +1,7 @@
-"""What the command modules share: the app and its error guard, option types and checks, and
-loading a saved world (and its web) for a command.
+"""What the command modules share: the app's command group and its error guard, option types and
+checks, progress on stderr, and loading a saved world (and its web) for a command. Nothing here
+registers a command: :mod:`fictionworld.cli` makes the app with :func:`new_app` and adds each
+module's commands to it.
 
 Every command fails with one ``error: ...`` line per problem and a non-zero exit (2: bad input,
 1: the work itself failed), never a traceback: :class:`_Guarded` turns usage errors and the
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
 DEBUG_ENV = "FICTIONWORLD_DEBUG"  # set to 1: unexpected errors show their traceback
@@ -45,6 +50,34 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def renamed(old: str, new: str, old_value, new_value):
+    """The value of an option given by its deprecated name ``old`` (with a warning to use
+    ``new``), else ``new_value``; both at once is an error."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        fail(f"{old} is the deprecated name of {new}; give {new} only")
+    warn(f"{old} is deprecated here; use {new}")
+    return old_value
+
+
+@contextmanager
+def stages(first: str) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr naming the stage a command is in, with the time elapsed, for work
+    that reports no finer progress. Yields ``say(text)``, which moves on to the next stage.
+    Transient: stdout is untouched, and nothing is left on stderr (nor shown when it is no terminal)."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_interactive,  # else rich ends with an empty line
+    ) as progress:
+        task = progress.add_task(first, total=None)
+        yield lambda text: progress.update(task, description=text)
 
 
 def _explain(exc: Exception) -> tuple[list[str], int]:
@@ -126,13 +159,19 @@ class _Guarded(TyperGroup):
             raise typer.Exit(code) from None
 
 
-app = typer.Typer(
-    cls=_Guarded,
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="Invent consistent fictional worlds and turn them into training grounds for search agents.",
-)
+def new_app() -> typer.Typer:
+    """An app with no commands yet, whose every error is an ``error:`` line (see :class:`_Guarded`)."""
+    return typer.Typer(
+        cls=_Guarded,
+        add_completion=False,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        help="Invent consistent fictional worlds and turn them into training grounds for search agents.",
+        epilog="Servers have one option each: --world-model-url (the sglang world model's SGLang server: search, "
+        "open, fidelity, rollout), --agent-url (the openai agent's: rollout), --judge-url (the compat judge's: "
+        "score). --base-url is a deprecated alias, with a warning, of what it meant before.",
+    )
+
 
 MIN_ENTITIES, MAX_ENTITIES = 50, 10_000_000  # every command that makes a world; the spec's floors give >= 161
 MAX_K = MAX_PAGE = 100  # Web.search's limits on results per page and on the page number
@@ -235,19 +274,43 @@ KnobOption = Annotated[
 ]
 
 
+# One option, one server. The sglang world model's server is --world-model-url everywhere; the
+# openai agent's is --agent-url (rollout), the compat judge's --judge-url (score). --base-url,
+# which named the world model's server on search/open/fidelity and the agent's on rollout, is a
+# hidden deprecated alias that warns (as are --model and --api for the world model).
 WorldModelOption = Annotated[
-    str, typer.Option("--world-model", help="Who writes pages and snippets: template, or sglang (an LLM, verified).")
+    str,
+    typer.Option(
+        "--world-model",
+        help="Who writes pages and snippets: template, or sglang (an LLM on an SGLang server, verified).",
+    ),
 ]
-BaseUrlOption = Annotated[
+WorldModelUrlOption = Annotated[
     str | None,
-    typer.Option("--base-url", help="sglang world model: server, e.g. http://127.0.0.1:30000/v1", callback=http_url),
+    typer.Option(
+        "--world-model-url",
+        help="sglang world model: its SGLang server, e.g. http://127.0.0.1:30000/v1 (never the agent's or judge's).",
+        callback=http_url,
+    ),
 ]
-ModelOption = Annotated[str, typer.Option("--model", help="sglang world model: served model name.")]
-ApiOption = Annotated[str, typer.Option("--api", help="sglang world model: chat (/v1/chat/completions) or generate.")]
+WorldModelNameOption = Annotated[
+    str | None, typer.Option("--world-model-name", help="sglang world model: served model name (default: default).")
+]
+WorldModelApiOption = Annotated[
+    str | None,
+    typer.Option("--world-model-api", help="sglang world model: chat (/v1/chat/completions, the default) or generate."),
+]
+# deprecated names of the three above on search, open and fidelity
+OldBaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", hidden=True, help="Deprecated: --world-model-url.", callback=http_url)
+]
+OldModelOption = Annotated[str | None, typer.Option("--model", hidden=True, help="Deprecated: --world-model-name.")]
+OldApiOption = Annotated[str | None, typer.Option("--api", hidden=True, help="Deprecated: --world-model-api.")]
 
 
-def world_model_config(kind: str, base_url: str | None, model: str, api: str = "chat", **extra):
-    """A WorldModelConfig from command-line options, or a clear error."""
+def world_model_config(kind: str, url: str | None, name: str | None, api: str | None, **extra):
+    """A WorldModelConfig from the --world-model options, or a clear error (a --world-model-*
+    option given with the template world model would be silently ignored: it is an error)."""
     from pydantic import ValidationError
 
     from fictionworld.errors import problem_lines
@@ -255,14 +318,26 @@ def world_model_config(kind: str, base_url: str | None, model: str, api: str = "
 
     if kind not in ("template", "sglang"):
         fail(f"--world-model must be template or sglang, not {kind!r}")
-    if kind == "template" and base_url:
-        fail("--base-url is only for --world-model sglang")
-    if kind == "sglang" and not base_url:
-        fail("--world-model sglang needs --base-url (the SGLang server, e.g. http://127.0.0.1:30000/v1)")
+    if kind == "template":
+        given = [flag for flag, v in (("--world-model-url", url), ("--world-model-name", name),
+                                      ("--world-model-api", api)) if v is not None]  # fmt: skip
+        if given:
+            fail(f"{', '.join(given)}: only for --world-model sglang")
+    if kind == "sglang" and not url:
+        fail("--world-model sglang needs --world-model-url (its SGLang server, e.g. http://127.0.0.1:30000/v1)")
     try:
-        return WorldModelConfig(kind=kind, base_url=base_url, model=model, api=api, **extra)
+        return WorldModelConfig(kind=kind, base_url=url, model=name or "default", api=api or "chat", **extra)
     except ValidationError as exc:
         fail("\n".join(problem_lines(exc, what="world model setting", model=WorldModelConfig)))
+
+
+def world_model_options(kind: str, url, name, api, old_base_url, old_model, old_api, **extra):
+    """:func:`world_model_config` from a command's --world-model-* options and their deprecated
+    names (--base-url, --model, --api), which warn."""
+    url = renamed("--base-url", "--world-model-url", old_base_url, url)
+    name = renamed("--model", "--world-model-name", old_model, name)
+    api = renamed("--api", "--world-model-api", old_api, api)
+    return world_model_config(kind, url, name, api, **extra)
 
 
 def served_web(path: Path, config):

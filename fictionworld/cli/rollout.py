@@ -1,4 +1,4 @@
-"""``fictionworld rollout``, ``export``, ``demo`` and ``train-demo`` (registered on the main app)."""
+"""``fictionworld rollout``, ``export``, ``demo`` and ``train-demo`` (added to the app by :func:`register`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fictionworld.cli_common import (
+from fictionworld.cli.common import (
     MAX_TASKS,
     KnobOption,
+    WorldModelApiOption,
+    WorldModelNameOption,
     WorldModelOption,
-    app,
+    WorldModelUrlOption,
     check_output,
     entities_option,
     err,
@@ -24,8 +26,11 @@ from fictionworld.cli_common import (
     parse_knobs,
     positive,
     probability,
+    warn,
     world_model_config,
 )
+
+__all__ = ["register"]
 
 MAX_SAMPLES = 1_000  # episodes per task (a GRPO group) and training iterations: beyond is a typo
 
@@ -36,33 +41,78 @@ def _top_k(value: int | None) -> int | None:
     return value
 
 
-def _refuse_unused(agent: str, world_model: str, llm: dict, wm_url: str | None, wm_name: str | None,
-                   wm_api: str) -> None:  # fmt: skip
-    """Options that would be silently ignored with this agent and world model are an error."""
-    used_by_world_model = ("base_url", "model") if world_model != "template" else ()
-    if agent != "openai":
-        given = [k for k, v in llm.items() if v is not None and k not in used_by_world_model]
-        if given:
-            names = ", ".join("--" + k.replace("_", "-") for k in given)
-            also = " (or --world-model sglang)" if {"base_url", "model"} & set(given) else ""
-            fail(f"{names}: only for --agent openai{also}, not --agent {agent}")
-    if world_model == "template":
-        given = [n for n, v in (("--world-model-url", wm_url), ("--world-model-name", wm_name)) if v is not None]
-        given += ["--world-model-api"] if wm_api != "chat" else []
-        if given:
-            fail(f"{', '.join(given)}: only for --world-model sglang")
+# the openai agent's settings: option name → its key in the agent's config
+_AGENT_OPTIONS = {"--agent-url": "base_url", "--agent-model": "model", "--tool-mode": "tool_mode",
+                  "--temperature": "temperature", "--top-p": "top_p", "--top-k": "top_k"}  # fmt: skip
 
 
-def _agent_config(agent: str, config: str | None, **llm) -> dict:
+def _old_names(agent: str, world_model: str, base_url: str | None, model: str | None, new: dict) -> dict:
+    """``new`` ({option: value} of --agent-url, --agent-model, --world-model-url, --world-model-name)
+    with the deprecated --base-url and --model filled in (and a warning) where they applied
+    before those options existed: the openai agent's server and model, and the sglang world
+    model's unless --world-model-url/--world-model-name are given."""
+    old = {
+        "--base-url": (base_url, "--agent-url", "--world-model-url"),
+        "--model": (model, "--agent-model", "--world-model-name"),
+    }
+    given = [name for name, (value, *_) in old.items() if value is not None]
+    if not given:
+        return new
+    if agent != "openai" and world_model == "template":
+        fail(f"{', '.join(given)}: only for --agent openai (or --world-model sglang)")
+    warn(
+        f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} deprecated: use --agent-url/--agent-model for "
+        "the openai agent's server and model, --world-model-url/--world-model-name for the sglang world model's"
+    )
+    new = dict(new)
+    for name, (value, agent_option, world_model_option) in old.items():
+        if value is None:
+            continue
+        if agent == "openai":
+            if new[agent_option] is not None:
+                fail(f"{name} is the deprecated name of {agent_option}; give {agent_option} only")
+            new[agent_option] = value
+        if world_model != "template" and new[world_model_option] is None:
+            new[world_model_option] = value
+    return new
+
+
+def _agent_settings(agent: str, options: dict) -> dict:
+    """The openai agent's settings from its options; one given to another agent is an error
+    (it would be silently ignored)."""
+    given = {name: v for name, v in options.items() if v is not None}
+    if agent != "openai" and given:
+        fail(f"{', '.join(given)}: only for --agent openai, not --agent {agent}")
+    return {_AGENT_OPTIONS[name]: v for name, v in given.items()}
+
+
+def _agent_config(agent: str, config: str | None, llm: dict) -> dict:
     try:
         cfg = json.loads(config) if config else {}
     except json.JSONDecodeError as e:
         fail(f"--agent-config is not valid JSON ({e.msg})")
     if not isinstance(cfg, dict):
         fail("--agent-config must be a JSON object")
-    if agent == "openai":
-        cfg = {k: v for k, v in llm.items() if v is not None} | cfg
-    return cfg
+    return llm | cfg
+
+
+def _keep_tasks(run_dir: Path, tasks: list) -> None:
+    """Writes the run's tasks beside its episodes (``RUN/tasks.jsonl``, what ``score --responses
+    RUN`` scores against): those of this invocation and of earlier ones on the same run, one per
+    instance_id. Nothing when the run never started (no RUN)."""
+    from fictionworld.scoring.io import RUN_TASKS_FILE
+    from fictionworld.tasks.model import TaskError, read_tasks, write_tasks
+
+    if not run_dir.is_dir():
+        return
+    path = run_dir / RUN_TASKS_FILE
+    kept = {}
+    if path.is_file():
+        try:
+            kept = {t.instance_id: t for t in read_tasks(path)}
+        except TaskError as e:
+            warn(f"{e}; rewritten with this run's tasks")
+    write_tasks(list((kept | {t.instance_id: t for t in tasks}).values()), path)
 
 
 def _table(title: str, rows: list[tuple]) -> Table:
@@ -85,7 +135,6 @@ def _row(name: str, records: list[dict]) -> tuple:
     return (name, str(len(records)), m("score"), m("f1_by_row"), m("f1_by_item"), f"{turns:.1f}", str(errors))
 
 
-@app.command()
 def rollout(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     tasks_path: Annotated[Path, typer.Option("--tasks", help="Tasks file (JSON Lines, from `fictionworld tasks`).")],
@@ -116,10 +165,15 @@ def rollout(
     ] = None,
     knob: KnobOption = None,
     agent_config: Annotated[str | None, typer.Option(help="Agent settings as a JSON object.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="openai agent: endpoint, e.g. http://127.0.0.1:30000/v1", callback=http_url)
+    agent_url: Annotated[
+        str | None,
+        typer.Option(
+            help="openai agent: its OpenAI-compatible server, e.g. http://127.0.0.1:30000/v1 "
+            "(the world model's is --world-model-url, even when it is the same server).",
+            callback=http_url,
+        ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="openai agent: model name.")] = None,
+    agent_model: Annotated[str | None, typer.Option(help="openai agent: served model name.")] = None,
     tool_mode: Annotated[str | None, typer.Option(help="openai agent: native or tags.")] = None,
     temperature: Annotated[float | None, typer.Option(help="openai agent: sampling temperature (>= 0).", min=0)] = None,
     top_p: Annotated[
@@ -130,14 +184,16 @@ def rollout(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     world_model: WorldModelOption = "template",
-    world_model_url: Annotated[
+    world_model_url: WorldModelUrlOption = None,
+    world_model_name: WorldModelNameOption = None,
+    world_model_api: WorldModelApiOption = None,
+    base_url: Annotated[
         str | None,
-        typer.Option(help="sglang world model: its server (default: --base-url, the agent's).", callback=http_url),
+        typer.Option(hidden=True, help="Deprecated: --agent-url (and --world-model-url).", callback=http_url),
     ] = None,
-    world_model_name: Annotated[
-        str | None, typer.Option(help="sglang world model: model name (default: --model).")
+    model: Annotated[
+        str | None, typer.Option(hidden=True, help="Deprecated: --agent-model (and --world-model-name).")
     ] = None,
-    world_model_api: Annotated[str, typer.Option(help="sglang world model: chat or generate.")] = "chat",
 ) -> None:
     """Run an agent on tasks with a Ray actor pool; resumable, episodes appended as they finish.
 
@@ -148,19 +204,20 @@ def rollout(
     from rollout.pool import SetupError, check_setup, make_jobs, run_rollouts
     from rollout.records import RunError, export_parquet
 
-    llm = {"base_url": base_url, "model": model, "tool_mode": tool_mode, "temperature": temperature,
-           "top_p": top_p, "top_k": top_k}  # fmt: skip
-    _refuse_unused(agent, world_model, llm, world_model_url, world_model_name, world_model_api)
+    servers = _old_names(agent, world_model, base_url, model, {"--agent-url": agent_url, "--agent-model": agent_model,
+                         "--world-model-url": world_model_url, "--world-model-name": world_model_name})  # fmt: skip
+    llm = _agent_settings(agent, {"--agent-url": servers["--agent-url"], "--agent-model": servers["--agent-model"],
+                                  "--tool-mode": tool_mode, "--temperature": temperature, "--top-p": top_p,
+                                  "--top-k": top_k})  # fmt: skip
+    wm = world_model_config(world_model, servers["--world-model-url"], servers["--world-model-name"], world_model_api)
     if tools not in ("basic", "agentworld", "all"):
         fail(f"--tools must be basic, agentworld or all, not {tools!r}")
     env_config: dict = {"tools": tools, "knobs": parse_knobs(knob).model_dump(mode="json") if knob else None,
                         "max_turns": max_turns, "max_context_chars": max_context_chars}  # fmt: skip
     env_config = {k: v for k, v in env_config.items() if v is not None}
-    if world_model != "template":
-        wm = world_model_config(world_model, world_model_url or base_url, world_model_name or model or "default",
-                                 world_model_api)  # fmt: skip
+    if wm.kind != "template":
         env_config["world_model"] = wm.model_dump(mode="json")
-    cfg = _agent_config(agent, agent_config, **llm)
+    cfg = _agent_config(agent, agent_config, llm)
     try:
         check_setup(path, agent, cfg, env_config)  # in the driver: nothing starts on a bad world or agent
     except (WorldFormatError, SetupError) as e:
@@ -179,7 +236,9 @@ def rollout(
     except (RunError, WorldFormatError, SetupError) as e:
         fail(str(e))
     except RuntimeError as e:
+        _keep_tasks(run_dir, tasks)
         fail(f"{e} (finished episodes are kept in {run_dir / 'episodes.jsonl'}; rerun to resume)", 1)
+    _keep_tasks(run_dir, tasks)
     export_parquet(res.records, run_dir / "episodes.parquet")
     summary = res.summary(samples)
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
@@ -189,10 +248,9 @@ def rollout(
         return
     out.print(_table(f"{agent} on {len(tasks)} tasks × {samples}", [_row(agent, res.records)]))
     out.print(f"{res.new} episodes run, {res.skipped} already done, {res.restarts} actor restarts, "
-              f"{res.seconds:.1f} s → {run_dir}/episodes.jsonl, episodes.parquet")  # fmt: skip
+              f"{res.seconds:.1f} s → {run_dir}/episodes.jsonl, episodes.parquet, tasks.jsonl")  # fmt: skip
 
 
-@app.command()
 def export(
     run_dir: Annotated[Path, typer.Argument(help="Run directory (with episodes.jsonl).")],
     parquet: Annotated[Path | None, typer.Option("--out", help="Parquet file (default RUN/episodes.parquet).")] = None,
@@ -232,7 +290,6 @@ def _world_for_demo(directory: Path, seed: int, entities: int, force: bool):
     return w, True
 
 
-@app.command()
 def demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and runs go.")] = Path("demo"),
     seed: Annotated[int, typer.Option(help="World seed (>= 0).", min=0)] = 7,
@@ -271,6 +328,7 @@ def demo(
             res = run_rollouts(directory / "world", make_jobs(tasks, 1, seed), agent=agent, workers=workers, out=run)
         except RunError as e:
             fail(f"{e} (or rerun with --force to start the demo over)")
+        _keep_tasks(run, tasks)
         for kind in ("wide", "deep"):
             rows.append(_row(f"{agent} ({kind})", [r for r in res.records if r.get("task_kind") == kind]))
         rows.append(_row(f"{agent} (all)", res.records))
@@ -278,7 +336,6 @@ def demo(
     out.print(f"done in {time.perf_counter() - t0:.0f} s; episodes in {directory / 'runs'}/*/episodes.jsonl")
 
 
-@app.command("train-demo")
 def train_demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where the world, tasks and results go.")] = Path("demo"),
     seed: Annotated[int, typer.Option(help="World seed, >= 0 (tasks and policy seeds derive from it).", min=0)] = 7,
@@ -328,3 +385,10 @@ def train_demo(
     out.print(f"{res.episodes} episodes in {res.seconds:.0f} s; curve → {png}, policy → {d / 'train.json'}")
     if res.end <= res.start:
         err.print("[yellow]warning:[/] the held-out reward did not rise in this run")
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``rollout``, ``export``, ``demo`` and ``train-demo`` to ``app``."""
+    for command in (rollout, export, demo):
+        app.command()(command)
+    app.command("train-demo")(train_demo)

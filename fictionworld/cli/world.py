@@ -1,7 +1,5 @@
-"""The ``fictionworld`` command line: a thin layer over the library. This module holds the
-world and web commands and the entry point; the app, its error guard and shared options are in
-:mod:`fictionworld.cli_common`, the other commands in ``cli_tasks``, ``cli_rollout`` and
-``cli_worldmodel``."""
+"""The world and web commands: ``generate``, ``validate``, ``stats``, ``index``, ``search``,
+``open`` and ``spec`` (added to the app by :func:`register`)."""
 
 from __future__ import annotations
 
@@ -17,18 +15,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fictionworld.cli_common import (
-    MAX_ENTITIES,
+from fictionworld.cli.common import (
     MAX_K,
     MAX_PAGE,
-    MAX_TASKS,
-    MIN_ENTITIES,
-    ApiOption,
-    BaseUrlOption,
     KnobOption,
-    ModelOption,
+    OldApiOption,
+    OldBaseUrlOption,
+    OldModelOption,
+    WorldModelApiOption,
+    WorldModelNameOption,
     WorldModelOption,
-    app,
+    WorldModelUrlOption,
     check_output,
     entities_option,
     err,
@@ -37,10 +34,11 @@ from fictionworld.cli_common import (
     out,
     parse_knobs,
     served_web,
-    world_model_config,
+    stages,
+    world_model_options,
 )
 
-__all__ = ["app", "main", "load_commands", "MIN_ENTITIES", "MAX_ENTITIES", "MAX_K", "MAX_PAGE", "MAX_TASKS"]
+__all__ = ["register"]
 
 _WEB_STAGES = 6  # articles, organisation sites, news, directories, perturbation layers, index
 
@@ -65,7 +63,6 @@ def _read_spec(path: Path, entities: int):
         fail("\n".join(f"--spec {path}: {line}" for line in problem_lines(exc, what="spec field", model=WorldSpec)))
 
 
-@app.command()
 def generate(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the world to.")],
     seed: Annotated[int, typer.Option(help="Seed (>= 0): same seed and spec, same world.", min=0)] = 0,
@@ -118,7 +115,6 @@ def generate(
     )
 
 
-@app.command()
 def validate(
     world_dir: Annotated[Path, typer.Argument(help="World directory.")],
     limit: Annotated[int, typer.Option(help="List at most this many violations per kind (>= 1).", min=1)] = 20,
@@ -132,8 +128,9 @@ def validate(
     Use --no-verify-hash to check a world whose Parquet files were edited by hand."""
     from fictionworld.check import check_world
 
-    world = load_world_dir(world_dir, verify=verify_hash)
-    with err.status("checking constraints"):
+    with stages(f"loading {world_dir}") as say:
+        world = load_world_dir(world_dir, verify=verify_hash)
+        say(f"checking constraints: {len(world.entities):,} entities, {len(world.facts):,} facts")
         violations = check_world(world, limit_per_kind=limit)
     if as_json:
         print(
@@ -165,7 +162,6 @@ def validate(
     raise typer.Exit(1 if violations else 0)
 
 
-@app.command()
 def stats(
     world_dir: Annotated[Path, typer.Argument(help="World directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -173,8 +169,10 @@ def stats(
     """Counts per entity type and predicate, and a degree summary."""
     from fictionworld.schema import RELATIONS
 
-    world = load_world_dir(world_dir)
-    counts, preds, degree = world.counts(), world.predicate_counts(), world.degree_summary()
+    with stages(f"loading {world_dir}") as say:
+        world = load_world_dir(world_dir)
+        say("counting entities, facts and degrees")
+        counts, preds, degree = world.counts(), world.predicate_counts(), world.degree_summary()
     if as_json:
         print(
             json.dumps(
@@ -215,7 +213,6 @@ def stats(
         out.print(t)
 
 
-@app.command()
 def index(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the world has a web.")] = False,
@@ -235,7 +232,6 @@ def index(
     out.print(f"web of [bold]{path}[/]: {len(web.pages):,} pages ({time.perf_counter() - t0:.1f} s)", highlight=False)
 
 
-@app.command()
 def search(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     query: Annotated[str, typer.Argument(help="What to search for.")],
@@ -249,15 +245,19 @@ def search(
     knob: KnobOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     world_model: WorldModelOption = "template",
-    base_url: BaseUrlOption = None,
-    model: ModelOption = "default",
-    api: ApiOption = "chat",
+    world_model_url: WorldModelUrlOption = None,
+    world_model_name: WorldModelNameOption = None,
+    world_model_api: WorldModelApiOption = None,
+    base_url: OldBaseUrlOption = None,
+    model: OldModelOption = None,
+    api: OldApiOption = None,
 ) -> None:
     """Search a world's web; prints results as agents see them ([n] URL / Title / Snippet / Date)."""
     from fictionworld.web import WebError, format_results
 
     knobs = parse_knobs(knob)
-    web = served_web(path, world_model_config(world_model, base_url, model, api))
+    config = world_model_options(world_model, world_model_url, world_model_name, world_model_api, base_url, model, api)
+    web = served_web(path, config)
     try:
         results = web.search(query, k, page, knobs)
     except WebError as exc:
@@ -268,22 +268,25 @@ def search(
         print(format_results(query, results, (page - 1) * (k or knobs.results_per_page)))
 
 
-@app.command("open")
 def open_cmd(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     url: Annotated[str, typer.Argument(help="Page URL (directories take ?page=N).")],
     knob: KnobOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     world_model: WorldModelOption = "template",
-    base_url: BaseUrlOption = None,
-    model: ModelOption = "default",
-    api: ApiOption = "chat",
+    world_model_url: WorldModelUrlOption = None,
+    world_model_name: WorldModelNameOption = None,
+    world_model_api: WorldModelApiOption = None,
+    base_url: OldBaseUrlOption = None,
+    model: OldModelOption = None,
+    api: OldApiOption = None,
 ) -> None:
     """Open a page of a world's web and print it as Markdown. Exit 1 if there is no such page."""
     from fictionworld.web import PageNotFound, WebError
 
     knobs = parse_knobs(knob)
-    web = served_web(path, world_model_config(world_model, base_url, model, api))
+    config = world_model_options(world_model, world_model_url, world_model_name, world_model_api, base_url, model, api)
+    web = served_web(path, config)
     try:
         page = web.open(url, knobs)
     except WebError as exc:
@@ -302,7 +305,6 @@ def open_cmd(
         raise typer.Exit(1)
 
 
-@app.command("spec")
 def spec_cmd(entities: Annotated[int, entities_option("Target number of entities")] = 10_000) -> None:
     """Print the default world spec as YAML (a starting point for your own)."""
     from fictionworld.spec import default_spec
@@ -310,19 +312,9 @@ def spec_cmd(entities: Annotated[int, entities_option("Target number of entities
     sys.stdout.write(default_spec(entities).to_yaml())
 
 
-def load_commands() -> typer.Typer:
-    """The app with every command registered (the other modules add theirs to it)."""
-    import fictionworld.cli_rollout  # noqa: F401  (registers `rollout`, `export`, `demo`, `train-demo`)
-    import fictionworld.cli_tasks  # noqa: F401  (registers `tasks` and `score`)
-    import fictionworld.cli_worldmodel  # noqa: F401  (registers `fidelity` and `render-cache`)
-    from fictionworld import cli  # the importable module's app, also when run as __main__
-
-    return cli.app
-
-
-def main() -> None:
-    load_commands()()
-
-
-if __name__ == "__main__":
-    main()
+def register(app: typer.Typer) -> None:
+    """Adds the world and web commands to ``app``."""
+    for command in (generate, validate, stats, index, search):
+        app.command()(command)
+    app.command("open")(open_cmd)
+    app.command("spec")(spec_cmd)

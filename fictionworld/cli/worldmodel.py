@@ -1,4 +1,4 @@
-"""``fictionworld fidelity`` and ``render-cache`` (registered on the main app)."""
+"""``fictionworld fidelity`` and ``render-cache`` (added to the app by :func:`register`)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,24 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fictionworld.cli_common import (
-    ApiOption,
-    BaseUrlOption,
-    ModelOption,
+from fictionworld.cli.common import (
+    OldApiOption,
+    OldBaseUrlOption,
+    OldModelOption,
+    WorldModelApiOption,
+    WorldModelNameOption,
     WorldModelOption,
-    app,
+    WorldModelUrlOption,
     err,
     fail,
     out,
     positive,
     saved_web,
     serve_with,
-    world_model_config,
+    world_model_options,
 )
+
+__all__ = ["register"]
 
 _LABELS = {
     "rendered": "renderings (pages + snippets)",
@@ -42,13 +46,12 @@ _LABELS = {
 }
 
 
-@app.command()
 def fidelity(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     world_model: WorldModelOption = "template",
-    base_url: BaseUrlOption = None,
-    model: ModelOption = "default",
-    api: ApiOption = "chat",
+    world_model_url: WorldModelUrlOption = None,
+    world_model_name: WorldModelNameOption = None,
+    world_model_api: WorldModelApiOption = None,
     n: Annotated[
         int, typer.Option("--n", help="Pages to render (a seeded sample of the authored kinds).", min=1)
     ] = 200,
@@ -58,13 +61,17 @@ def fidelity(
     concurrency: Annotated[int, typer.Option(help="LLM requests in flight at most.", min=1)] = 8,
     write_cache: Annotated[bool, typer.Option(help="Keep the renders in the world's cache.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    base_url: OldBaseUrlOption = None,
+    model: OldModelOption = None,
+    api: OldApiOption = None,
 ) -> None:
     """Render sampled pages and result lists and check them against the graph: first-try pass
     rate, facts covered, contradictions, fallbacks, latency. `--world-model template` checks
     the template renderer itself (it must pass 100 %)."""
     from fictionworld.worldmodel.fidelity import fidelity as run
 
-    config = world_model_config(world_model, base_url, model, api, timeout=timeout, max_concurrency=concurrency)
+    config = world_model_options(world_model, world_model_url, world_model_name, world_model_api, base_url, model, api,
+                                 timeout=timeout, max_concurrency=concurrency)  # fmt: skip
     web = saved_web(path)
     if config.kind == "sglang":
         serve_with(web, config)
@@ -94,7 +101,6 @@ def fidelity(
     out.print(t)
 
 
-@app.command("render-cache")
 def render_cache(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     clear: Annotated[
@@ -118,3 +124,9 @@ def render_cache(
         gone = cache.clear(source=None if clear == "all" else "fallback")
         out.print(f"forgot {gone} stored renderings")
     out.print(json.dumps(cache.counts()))
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``fidelity`` and ``render-cache`` to ``app``."""
+    app.command()(fidelity)
+    app.command("render-cache")(render_cache)

@@ -1,4 +1,4 @@
-"""``fictionworld tasks`` and ``fictionworld score`` (registered on the main app)."""
+"""``fictionworld tasks`` and ``fictionworld score`` (added to the app by :func:`register`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fictionworld.cli_common import MAX_TASKS, app, check_output, err, fail, http_url, load_world_dir, out, warn
+from fictionworld.cli.common import MAX_TASKS, check_output, err, fail, http_url, load_world_dir, out, renamed, warn
+
+__all__ = ["register"]
 
 MAX_TRIALS = 1_000  # trials per task that `score` reads
+SCORES_FILE = "scores.jsonl"  # score's per-task results, beside the responses unless --out says
 
 
 def _task_knobs(**values):
@@ -29,7 +32,6 @@ def _task_knobs(**values):
         fail("\n".join(problem_lines(exc, label=lambda field: "--" + field.replace("_", "-"))))
 
 
-@app.command()
 def tasks(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     n: Annotated[int, typer.Option("--n", help=f"Number of tasks, 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)] = 20,
@@ -73,13 +75,21 @@ def tasks(
     if not made:  # generate_tasks makes n >= 1 tasks or raises; never write an empty file
         fail("no tasks were made", 1)
     write_tasks(made, out_path)
-    if widesearch is not None:
-        export_widesearch(made, widesearch)
     rows = [len(t.gold.rows) for t in made]
     out.print(
         f"{len(made)} {kind} tasks → {out_path} (gold rows {min(rows)}–{max(rows)}, mean {sum(rows) / len(rows):.1f})",
         highlight=False,
+        soft_wrap=True,
     )
+    if widesearch is not None:
+        jsonl = export_widesearch(made, widesearch)
+        gold = jsonl.parent / "widesearch_gold"
+        csvs = len({t.instance_id for t in made})
+        out.print(
+            f"official layout → {jsonl} ({len(made)} tasks), {gold}/ ({csvs} gold CSVs)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _some(ids, limit: int = 5) -> str:
@@ -87,15 +97,37 @@ def _some(ids, limit: int = 5) -> str:
     return ", ".join(map(str, ids[:limit])) + (f", … ({len(ids)} in all)" if len(ids) > limit else "")
 
 
-def _check_score_paths(tasks_path: Path, responses: Path, gold_dir: Path | None, out_path: Path) -> None:
+def _score_paths(
+    tasks_path: Path | None, responses: Path, gold_dir: Path | None, out_path: Path | None
+) -> tuple[Path, Path]:
+    """The tasks file (by default a rollout run's own) and the scores file (by default beside
+    the responses), checked before any work."""
+    from fictionworld.scoring.io import EPISODES_FILE, rollout_run, run_tasks_file
+
+    if not responses.exists():
+        fail(f"--responses {responses}: no such file or directory")
+    run = rollout_run(responses)
+    if tasks_path is None:
+        tasks_path = run_tasks_file(responses)
+        if tasks_path is None:
+            fail(
+                f"--tasks is needed: the run {run} holds no tasks.jsonl (a run not made by `fictionworld rollout`)"
+                if run is not None
+                else "--tasks is needed (only a rollout run that holds its tasks.jsonl may go without)"
+            )
+        err.print(f"scoring against the run's tasks: {tasks_path}", highlight=False, soft_wrap=True)
     if not tasks_path.is_file():
         what = "is a directory; give the tasks file" if tasks_path.is_dir() else "no such file"
         fail(f"--tasks {tasks_path}: {what}")
-    if not responses.exists():
-        fail(f"--responses {responses}: no such file or directory")
     if gold_dir is not None:
         _check_gold_dir(gold_dir, tasks_path)
+    if out_path is None:  # beside the input, never the current directory
+        out_path = (run or (responses if responses.is_dir() else responses.parent)) / SCORES_FILE
     check_output(out_path)
+    inputs = {responses.resolve(), tasks_path.resolve()} | ({(run / EPISODES_FILE).resolve()} if run else set())
+    if out_path.resolve() in inputs:
+        fail(f"--out {out_path}: is an input; give another --out")
+    return tasks_path, out_path
 
 
 def _score_tasks(tasks_path: Path, gold_dir: Path | None) -> list:
@@ -134,16 +166,20 @@ def _check_gold_dir(gold_dir: Path, tasks_path: Path) -> None:
 def _responses(path: Path, task_ids: list[str], trials: int) -> dict[str, dict[int, str]]:
     """The responses to ``task_ids``; an error when there is nothing to score, a warning for
     tasks without a response, responses to no task and trials beyond ``trials``."""
-    from fictionworld.scoring.io import ResponseError, load_responses
+    from fictionworld.scoring.io import EPISODES_FILE, ResponseError, load_responses, rollout_run
 
-    if path.is_dir() and not any(path.glob("*_response.jsonl")):
-        fail(f"--responses {path}: no response files (*_response.jsonl) in this directory")
+    run = rollout_run(path)
+    if path.is_dir() and run is None and not any(path.glob("*_response.jsonl")):
+        fail(
+            f"--responses {path}: neither a rollout run ({EPISODES_FILE}) "
+            "nor official response files (*_response.jsonl) in this directory"
+        )
     try:
         found = load_responses(path, task_ids)
     except ResponseError as exc:
         fail(str(exc))
-    if not found and not path.is_dir():
-        fail(f"--responses {path}: no responses in this file")
+    if not found and (run is not None or not path.is_dir()):
+        fail(f"--responses {path}: " + ("no episodes in this run" if run is not None else "no responses in this file"))
     missing = [i for i in task_ids if i not in found]
     if len(missing) == len(task_ids):
         fail(
@@ -162,10 +198,22 @@ def _responses(path: Path, task_ids: list[str], trials: int) -> dict[str, dict[i
     return found
 
 
-@app.command()
 def score(
-    tasks_path: Annotated[Path, typer.Option("--tasks", help="tasks.jsonl or an official widesearch.jsonl.")],
-    responses: Annotated[Path, typer.Option(help="Responses JSONL, or a directory of official response files.")],
+    responses: Annotated[
+        Path,
+        typer.Option(
+            help="Responses: a JSONL file of {instance_id, response, trial} records, a directory of official "
+            "*_response.jsonl files, or a rollout run (RUN or RUN/episodes.jsonl: each episode's answer to its "
+            "task_id, its sample the trial).",
+        ),
+    ],
+    tasks_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--tasks",
+            help="tasks.jsonl or an official widesearch.jsonl (default for a rollout run: its RUN/tasks.jsonl).",
+        ),
+    ] = None,
     gold_dir: Annotated[
         Path | None, typer.Option(help="Official gold CSVs (default: widesearch_gold/ beside).")
     ] = None,
@@ -176,12 +224,27 @@ def score(
             help=f"Trials per task (N of avg@N / pass@N / max@N), 1 to {MAX_TRIALS:,}.", min=1, max=MAX_TRIALS
         ),
     ] = 1,
-    judge_base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible judge endpoint (compat).", callback=http_url)
+    judge_url: Annotated[
+        str | None,
+        typer.Option(
+            help="compat: the LLM judge's OpenAI-compatible server, e.g. http://127.0.0.1:30000/v1 "
+            "(key in FICTIONWORLD_JUDGE_API_KEY).",
+            callback=http_url,
+        ),
     ] = None,
-    judge_model: Annotated[str, typer.Option(help="Judge model name.")] = "gpt-4.1",
+    judge_base_url: Annotated[
+        str | None, typer.Option(hidden=True, help="Deprecated: --judge-url.", callback=http_url)
+    ] = None,
+    judge_model: Annotated[str, typer.Option(help="compat: the judge's model name at --judge-url.")] = "gpt-4.1",
     today: Annotated[str | None, typer.Option(help="Date compat's date parsing is relative to (YYYY-MM-DD).")] = None,
-    out_path: Annotated[Path, typer.Option("--out", help="Per-task results (JSON Lines).")] = Path("scores.jsonl"),
+    out_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Per-task results, JSON Lines (default: scores.jsonl beside the responses: in the run, in the "
+            "responses directory, or in the responses file's directory).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Score responses with WideSearch's metrics; prints SR / Row F1 / Item F1 (avg@N, pass@N / max@N)."""
@@ -198,17 +261,18 @@ def score(
             ref = dt.date.fromisoformat(today)
         except ValueError:
             fail(f"--today {today!r} is not YYYY-MM-DD")
-    if mode == "strict" and (judge_base_url or today):
-        warn("--judge-base-url and --today apply to --mode compat only; the strict scorer ignores them")
-    _check_score_paths(tasks_path, responses, gold_dir, out_path)
+    judge_url = renamed("--judge-base-url", "--judge-url", judge_base_url, judge_url)
+    if mode == "strict" and (judge_url or today):
+        warn("--judge-url and --today apply to --mode compat only; the strict scorer ignores them")
+    tasks_path, out_path = _score_paths(tasks_path, responses, gold_dir, out_path)
     task_list = _score_tasks(tasks_path, gold_dir)
     found = _responses(responses, [t.instance_id for t in task_list], trials)
     judge = None
-    if judge_base_url:
+    if judge_url:
         from fictionworld.llm import ChatClient
         from fictionworld.scoring.judge import LLMJudge
 
-        judge = LLMJudge(ChatClient(judge_base_url, judge_model, api_key=os.environ.get("FICTIONWORLD_JUDGE_API_KEY")))
+        judge = LLMJudge(ChatClient(judge_url, judge_model, api_key=os.environ.get("FICTIONWORLD_JUDGE_API_KEY")))
     per_task, records = {}, []
     with Progress(
         TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
@@ -231,10 +295,10 @@ def score(
     out_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     note = ""
     if mode == "compat":
-        note = "judge: " + ("endpoint " + judge_base_url if judge else "deterministic fallback (no --judge-base-url)")
+        note = "judge: " + ("endpoint " + judge_url if judge else "deterministic fallback (no --judge-url)")
         note += f"; dates relative to {(ref or dt.date.today()).isoformat()}"
     if as_json:
-        print(json.dumps({"mode": mode, "note": note, **summary.model_dump()}, indent=2))
+        print(json.dumps({"mode": mode, "note": note, **summary.model_dump(), "scores_file": str(out_path)}, indent=2))
         return
     table = Table(title=f"{summary.tasks} tasks × {trials} trial(s), {mode} mode")
     table.add_column("metric")
@@ -247,4 +311,10 @@ def score(
         out.print(f"{summary.missing} (task, trial) pairs had no response and score 0", highlight=False)
     if note:
         out.print(note, highlight=False)
-    out.print(f"per-task results → {out_path}", highlight=False)
+    out.print(f"per-task results → {out_path}", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``tasks`` and ``score`` to ``app``."""
+    app.command()(tasks)
+    app.command()(score)
