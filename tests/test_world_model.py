@@ -327,7 +327,7 @@ def test_cli_fidelity_template_and_sglang(saved_world, tmp_path, world):
         return wrap(restyled(text) if n > 1 or len(url) % 3 else text.split("\n\n", 1)[-1])
 
     with ScriptedOpenAIServer(Script(world.web, page=page)) as srv:
-        r = cli("fidelity", d, "--world-model", "sglang", "--base-url", srv.base_url, "--model", "scripted",
+        r = cli("fidelity", d, "--world-model", "sglang", "--world-model-url", srv.base_url, "--world-model-name", "scripted",
                 "--n", "30", "--searches", "5", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
@@ -338,7 +338,7 @@ def test_cli_fidelity_template_and_sglang(saved_world, tmp_path, world):
 
 def test_cli_open_with_the_server_down_says_so_and_serves_the_template(saved_world, world):
     url = world.web.pages.urls[0]
-    r = cli("open", saved_world, url, "--world-model", "sglang", "--base-url", "http://127.0.0.1:9/v1")
+    r = cli("open", saved_world, url, "--world-model", "sglang", "--world-model-url", "http://127.0.0.1:9/v1")
     assert r.returncode == 0, r.stderr
     assert "no SGLang server answers" in r.stderr and "serving template pages" in r.stderr
     assert world.web.pages.text(0).splitlines()[0] in r.stdout
