@@ -289,6 +289,7 @@ class RolloutPool:
             init_ray(address, num_cpus=None if address else max(workers, 1))
         except (ValueError, ConnectionError) as e:  # e.g. a malformed --address
             raise SetupError(f"cannot start Ray{f' at {address!r}' if address else ''}: {in_words(e)}") from None
+        _check_room(workers, address)
         self._worker = _actor_class()
         self.actors = [self._spawn() for _ in range(workers)]
         self.restarts = 0
@@ -451,6 +452,19 @@ def run_rollouts(
     recs = [r for k, r in records.items() if k in wanted]
     return RolloutResult(recs, len(todo), len(jobs) - len(todo), restarts, log.path if log else None,
                          time.perf_counter() - t0)  # fmt: skip
+
+
+def _check_room(workers: int, address: str | None) -> None:
+    """A local Ray started earlier in this process with fewer CPUs than ``workers`` would leave
+    actors unscheduled forever: say so instead. (A cluster at ``address`` may autoscale.)"""
+    import ray
+
+    cpus = ray.cluster_resources().get("CPU", 0)
+    if address is None and cpus < workers:
+        raise SetupError(
+            f"{workers} workers need {workers} CPUs, but the Ray started earlier in this process has "
+            f"{cpus:g}: use fewer workers, or ray.shutdown() first"
+        )
 
 
 def _replace(actor, spawn):

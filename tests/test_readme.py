@@ -52,7 +52,16 @@ def test_fences_are_balanced_and_headings_are_headings():
             assert t.info.strip() in {"bash", "python", "text"}, f"README line {t.map[0] + 1}: say the fence's language"
 
 
-def test_python_examples_are_doctests(tmp_path, monkeypatch):
+@pytest.fixture
+def no_ray_left():
+    """The Python API example starts a local Ray sized for it; later tests start their own."""
+    yield
+    import ray
+
+    ray.shutdown()
+
+
+def test_python_examples_are_doctests(tmp_path, monkeypatch, no_ray_left):
     monkeypatch.chdir(tmp_path)
     examples = [(line, code) for line, code, _ in blocks("python")]
     assert examples, "the README has no Python examples"

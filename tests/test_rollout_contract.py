@@ -323,3 +323,24 @@ def test_the_policy_gets_observations_with_the_steps_calls(world, tasks):
     env.reset(tasks[0], seed=0)
     plain, _, _, _, info = env.step({"name": "open", "arguments": {"url": "https://en.fictopedia.org/wiki/Nope_Nope"}})
     assert call_status(Observation.from_step(plain, info)) == "not_found"
+
+
+def test_a_ray_smaller_than_the_workers_is_an_error_not_a_hang(tmp_path):
+    """A local Ray started earlier in the process with 1 CPU cannot hold 2 actors: the pool
+    says so at once instead of waiting forever for the second one."""
+    import ray
+
+    import fictionworld as fw
+    from rollout.pool import SetupError, init_ray
+
+    world = fw.generate(seed=7, entities=600)
+    world.save(tmp_path / "w")
+    tasks = fw.make_tasks(world, 2)
+    if ray.is_initialized():
+        ray.shutdown()
+    init_ray(num_cpus=1)
+    try:
+        with pytest.raises(SetupError, match="2 workers need 2 CPUs"):
+            fw.rollout(tmp_path / "w", tasks, workers=2, progress=False)
+    finally:
+        ray.shutdown()
