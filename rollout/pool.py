@@ -23,9 +23,10 @@ from fictionworld.seeding import child_seed
 from rollout.episode import episode_key
 from rollout.episode_record import Episode, Timing
 from rollout.records import EpisodeLog, summarize
+from rollout.setup import SetupError, agent_factory, check_jobs, check_room, check_run, check_setup
 
 __all__ = ["Job", "RolloutResult", "RolloutPool", "run_rollouts", "make_jobs", "init_ray", "check_setup", "check_jobs",
-           "SetupError"]  # fmt: skip
+           "SetupError", "agent_factory"]  # fmt: skip
 
 GRACE_S = 30.0  # past the episode timeout, the driver kills a stuck actor
 MAX_ATTEMPTS = 3  # an episode whose actor dies this many times is recorded as an error
@@ -113,7 +114,6 @@ def _actor_class():
             return {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss, "error": self.error}
 
         def run(self, job: Job, timeout: float) -> Episode:
-            import json
 
             from rollout.agents import make_agent
             from rollout.episode import run_episode
@@ -136,160 +136,25 @@ def _actor_class():
     return RolloutWorker
 
 
-class SetupError(ValueError):
-    """A rollout that cannot start: its world, agent or env settings are wrong. Found in the
-    driver, before Ray starts or a run directory is written."""
-
-
-_CHECKED: dict[tuple, str] = {}  # the last setup that passed check_setup -> its world hash
-
-
-def check_setup(world_dir: str | Path, agent: str, agent_config: dict | None = None,
-                env_config: dict | None = None) -> str:  # fmt: skip
-    """Checks in the driver what every actor will build (the world's manifest, the agent and
-    its settings, the env config: ``EnvConfig`` of the agent's ``env_defaults`` and
-    ``env_config``) and returns the world's hash. Raises :class:`SetupError` (WorldFormatError
-    for the world) with one line per problem. The same setup (same world files, agent and
-    settings) is checked once per process: the CLI, :func:`run_rollouts` and
-    :class:`RolloutPool` each ask."""
-    key = _setup_key(world_dir, agent, agent_config, env_config)
-    if key is not None and key in _CHECKED:
-        return _CHECKED[key]
-    world_hash = _check_setup(world_dir, agent, dict(agent_config or {}), dict(env_config or {}))
-    if key is not None:
-        _CHECKED.clear()
-        _CHECKED[key] = world_hash
-    return world_hash
-
-
-def _setup_key(world_dir, agent, agent_config, env_config) -> tuple | None:
-    """What a check depends on: the world's manifest (path, size, time), the agent and its
-    settings; None when it cannot be told (no manifest: the check reports that)."""
-    try:
-        path = Path(world_dir).resolve()
-        st = (path / "manifest.json").stat()
-        settings = json.dumps([agent_config or {}, env_config or {}], sort_keys=True)
-    except (OSError, TypeError, ValueError):
-        return None
-    return str(path), st.st_size, st.st_mtime_ns, agent, settings
-
-
-def _check_setup(world_dir, agent: str, agent_config: dict, env_config: dict) -> str:
-    from fictionworld.storage import read_manifest
-
-    world_hash = str(read_manifest(world_dir)["world_hash"])
-    factory = agent_factory(agent)
-    defaults = _agent_env_defaults(factory, agent, agent_config)
-    _check_env(defaults | env_config, from_agent={k for k in defaults if k not in env_config}, agent=agent)
-    return world_hash
-
-
-def check_jobs(jobs: list[Job], agent: str, agent_config: dict | None = None) -> None:
-    """Checks in the driver each distinct per-episode agent override (``Job.agent_config``, e.g.
-    a sampled strategy) merged into ``agent_config``, as an actor would build it; SetupError."""
-    overrides: dict[str, Job] = {}
-    for job in jobs:
-        if job.agent_config:
-            overrides.setdefault(json.dumps(job.agent_config, sort_keys=True, default=repr), job)
-    if not overrides:
-        return
-    factory = agent_factory(agent)
-    for job in overrides.values():
-        try:
-            _agent_env_defaults(factory, agent, dict(agent_config or {}) | job.agent_config)
-        except SetupError as e:
-            raise SetupError(f"episode {job.key}: {e}") from None
-
-
-_RUN_RULES = {  # run settings: (test, what it must be)
-    "workers": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, ">= 1"),
-    "in_flight": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, ">= 1"),
-    "timeout": (lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0, "> 0 seconds"),
-}
-
-
-def _check_run(**settings) -> None:
-    problems = [f"{k}: must be {_RUN_RULES[k][1]}, not {v!r}" for k, v in settings.items() if not _RUN_RULES[k][0](v)]
-    if problems:
-        raise SetupError("\n".join(problems))
-
-
-def agent_factory(name: str):
-    """What :func:`rollout.agents.make_agent` would build ``name`` with, or SetupError."""
-    from rollout.agents.base import agent_class
-
-    try:
-        return agent_class(name)
-    except ValueError as e:
-        raise SetupError(str(e)) from None
-
-
-def _agent_env_defaults(factory, name: str, config: dict) -> dict:
-    """Builds the agent once (a privileged agent, which needs the world, only has its settings
-    checked against its signature) and returns its env defaults."""
-    import inspect
-
-    from pydantic import ValidationError
-
-    from fictionworld.errors import problem_lines
-
-    privileged = getattr(factory, "privileged", False)
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):  # no signature to read: building it tells
-        params = None
-    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        valid = [k for k, p in params.items() if k != "world" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        unknown = sorted(set(config) - set(valid))
-        if unknown:
-            raise SetupError(f"agent {name!r}: unknown setting(s) {', '.join(map(repr, unknown))}; "
-                             f"valid settings: {', '.join(valid)}")  # fmt: skip
-    if privileged:
-        return dict(getattr(factory, "env_defaults", {}) or {})
-    try:
-        built = factory(**config)
-    except ValidationError as e:
-        raise SetupError("\n".join(f"agent {name!r}: {x}" for x in problem_lines(e, what="setting"))) from None
-    except (TypeError, ValueError) as e:
-        raise SetupError(f"agent {name!r}: {e}") from None
-    return dict(getattr(built, "env_defaults", {}) or {})
-
-
-def _check_env(config: dict, from_agent: set[str] = frozenset(), agent: str = "") -> None:
-    """``EnvConfig(**config)`` or SetupError, one line per problem; a problem in a setting that
-    came from the agent's ``env_defaults`` says so."""
-    from pydantic import ValidationError
-
-    from fictionworld.env import EnvConfig
-    from fictionworld.errors import problem_lines
-
-    def label(path: str) -> str:
-        origin = f" (from agent {agent!r}'s env_defaults)" if path.split(".")[0] in from_agent else ""
-        return f"env setting {path!r}{origin}"
-
-    try:
-        EnvConfig(**config)
-    except ValidationError as e:
-        raise SetupError("\n".join(problem_lines(e, what="env setting", model=EnvConfig, label=label))) from None
-
-
 class RolloutPool:
     """A pool of ``workers`` actors for one world and agent, reused across calls to
     :meth:`run` (a training loop keeps it for every iteration). Use as a context manager. Every
     setting is checked in the driver (:func:`check_setup`) before Ray or any actor starts."""
 
     def __init__(self, world_dir: str | Path, *, agent: str = "oracle", agent_config: dict | None = None,
-                 env_config: dict | None = None, workers: int = 2, address: str | None = None):  # fmt: skip
+                 env_config: dict | None = None, workers: int = 2, address: str | None = None,
+                 world_hash: str | None = None):  # fmt: skip
         self.world_dir = str(Path(world_dir).resolve())
         self.agent, self.agent_config = agent, dict(agent_config or {})
         self.env_config = dict(env_config or {})
-        _check_run(workers=workers)
-        self.world_hash = check_setup(self.world_dir, agent, self.agent_config, self.env_config)
+        check_run(workers=workers)
+        # ``world_hash``: what check_setup returned to a caller that checked these settings already
+        self.world_hash = world_hash or check_setup(self.world_dir, agent, self.agent_config, self.env_config)
         try:
             init_ray(address, num_cpus=None if address else max(workers, 1))
         except (ValueError, ConnectionError) as e:  # e.g. a malformed --address
             raise SetupError(f"cannot start Ray{f' at {address!r}' if address else ''}: {in_words(e)}") from None
-        _check_room(workers, address)
+        check_room(workers, address)
         self._worker = _actor_class()
         self.actors = [self._spawn() for _ in range(workers)]
         self.restarts = 0
@@ -341,7 +206,7 @@ class RolloutPool:
         import ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-        _check_run(timeout=timeout, in_flight=in_flight)
+        check_run(timeout=timeout, in_flight=in_flight)
         check_jobs(jobs, self.agent, self.agent_config)
         todo = deque(jobs)
         slots = deque(i for i in range(len(self.actors)) for _ in range(in_flight))
@@ -417,7 +282,7 @@ def run_rollouts(
     every episode that finished."""
     t0 = time.perf_counter()
     world_dir = str(Path(world_dir).resolve())
-    _check_run(workers=workers, timeout=timeout, in_flight=in_flight)
+    check_run(workers=workers, timeout=timeout, in_flight=in_flight)
     world_hash = check_setup(world_dir, agent, agent_config, env_config)  # before Ray starts or RUN is written
     check_jobs(jobs, agent, agent_config)
     log = None
@@ -439,7 +304,7 @@ def run_rollouts(
     try:
         if todo:
             with RolloutPool(world_dir, agent=agent, agent_config=agent_config, env_config=env_config,
-                             workers=min(workers, len(todo)), address=address) as pool:  # fmt: skip
+                             workers=min(workers, len(todo)), address=address, world_hash=world_hash) as pool:  # fmt: skip
                 for rec in pool.run(todo, log=log, timeout=timeout, in_flight=in_flight, on_episode=on_episode,
                                     bar=bar, max_errors=max_errors):  # fmt: skip
                     records[rec.episode] = rec
@@ -452,19 +317,6 @@ def run_rollouts(
     recs = [r for k, r in records.items() if k in wanted]
     return RolloutResult(recs, len(todo), len(jobs) - len(todo), restarts, log.path if log else None,
                          time.perf_counter() - t0)  # fmt: skip
-
-
-def _check_room(workers: int, address: str | None) -> None:
-    """A local Ray started earlier in this process with fewer CPUs than ``workers`` would leave
-    actors unscheduled forever: say so instead. (A cluster at ``address`` may autoscale.)"""
-    import ray
-
-    cpus = ray.cluster_resources().get("CPU", 0)
-    if address is None and cpus < workers:
-        raise SetupError(
-            f"{workers} workers need {workers} CPUs, but the Ray started earlier in this process has "
-            f"{cpus:g}: use fewer workers, or ray.shutdown() first"
-        )
 
 
 def _replace(actor, spawn):

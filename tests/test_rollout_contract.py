@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import rollout
 import rollout.pool
+import rollout.setup
 from fictionworld.cli import app
 from fictionworld.env import EnvConfig, SearchEnv
 from fictionworld.tasks.generate import generate_tasks
@@ -42,14 +43,13 @@ def episodes(world, tasks) -> list[Episode]:
 
 @pytest.fixture
 def no_actors(monkeypatch):
-    """Fails the test if Ray or an actor is started; the setup cache starts empty."""
+    """Fails the test if Ray or an actor is started."""
 
     def refuse(*a, **k):
         raise AssertionError("Ray or an actor was started")
 
     monkeypatch.setattr(rollout.pool, "init_ray", refuse)
     monkeypatch.setattr(rollout.pool, "_actor_class", refuse)
-    monkeypatch.setattr(rollout.pool, "_CHECKED", {})
 
 
 # -- the Episode record -------------------------------------------------------------------------
@@ -220,9 +220,8 @@ def test_cli_rollout_names_the_typo_and_starts_no_actor(cli_files, tmp_path, no_
 
 def test_cli_rollout_checks_the_setup_once(cli_files, tasks, monkeypatch):
     checks = []
-    real = rollout.pool._check_setup
-    monkeypatch.setattr(rollout.pool, "_check_setup", lambda *a: checks.append(a) or real(*a))
-    monkeypatch.setattr(rollout.pool, "_CHECKED", {})
+    real = rollout.setup._check_setup
+    monkeypatch.setattr(rollout.setup, "_check_setup", lambda *a: checks.append(a) or real(*a))
 
     def stop(*a, **k):  # RolloutPool has checked its setup by now: stop before Ray
         raise SetupError("stopped before Ray")

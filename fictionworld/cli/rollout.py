@@ -201,7 +201,7 @@ def rollout(
     and its settings, the env settings; a RUN holding episodes of other settings is refused."""
     from fictionworld.storage import WorldFormatError
     from fictionworld.tasks.model import TaskError, read_tasks
-    from rollout.pool import SetupError, check_setup, make_jobs, run_rollouts
+    from rollout.pool import SetupError, make_jobs, run_rollouts
     from rollout.records import RunError, export_parquet
 
     servers = _old_names(agent, world_model, base_url, model, {"--agent-url": agent_url, "--agent-model": agent_model,
@@ -218,10 +218,6 @@ def rollout(
     if wm.kind != "template":
         env_config["world_model"] = wm.model_dump(mode="json")
     cfg = _agent_config(agent, agent_config, llm)
-    try:
-        check_setup(path, agent, cfg, env_config)  # in the driver: nothing starts on a bad world or agent
-    except (WorldFormatError, SetupError) as e:
-        fail(str(e))
     try:
         tasks = read_tasks(tasks_path)[:limit]
     except TaskError as e:
