@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["fold", "fold_key", "ascii_key", "LETTERS", "MARKS"]
+__all__ = ["fold", "fold_phrase", "fold_key", "ascii_key", "LETTERS", "MARKS"]
 
 LETTERS = {"ł": "l", "ø": "o", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i"}  # letters NFKD keeps
 MARKS = {"’": "'", "–": "-", "—": "-"}
@@ -37,6 +37,11 @@ def fold(text: str) -> str:
     t = unicodedata.normalize("NFKD", t)
     t = "".join(c for c in t if not unicodedata.combining(c))
     return t.translate(_TABLE).casefold()
+
+
+def fold_phrase(text: str) -> str:
+    """:func:`fold` with single spaces: phrases compared whole (page titles, verified text)."""
+    return " ".join(fold(text).split())
 
 
 def fold_key(text: str) -> str:

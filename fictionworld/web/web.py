@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from fictionworld.folding import fold_phrase
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import mix64
 from fictionworld.web.index import SearchBackend, TantivyIndex
@@ -203,10 +204,10 @@ class Web:
 
     @cached_property
     def _title_rows(self) -> dict[str, list[int]]:
-        """Title (lowercase, spaces collapsed) -> page rows."""
+        """Title (folded: case, accents and spacing aside) -> page rows."""
         out: dict[str, list[int]] = {}
         for row, title in enumerate(self.pages.titles):
-            out.setdefault(_title_key(title), []).append(row)
+            out.setdefault(fold_phrase(title), []).append(row)
         return out
 
     def respell(self, query: str) -> str:
@@ -271,8 +272,8 @@ class Web:
         return _titled_first(out, self._exact_titles(query, rates))[:n]
 
     def _exact_titles(self, query: str, rates: np.ndarray) -> list[int]:
-        """Visible pages whose title is the query (case and spacing aside), by row."""
-        rows = self._title_rows.get(_title_key(query))
+        """Visible pages whose title is the query (case, accents and spacing aside), by row."""
+        rows = self._title_rows.get(fold_phrase(query))
         if not rows:
             return []
         rows_ = np.array(rows, np.int64)
@@ -312,10 +313,6 @@ class Web:
 
     def session(self, knobs: Knobs | None = None, seed: int = 0) -> WebSession:
         return WebSession(self, knobs or self.knobs, seed)
-
-
-def _title_key(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 def _titled_first(hits: list[Hit], rows: list[int]) -> list[Hit]:
