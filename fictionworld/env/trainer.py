@@ -1,0 +1,183 @@
+"""What every trainer adapter shares (``fictionworld/integrations/verl.py``, ``trl.py``, …): one
+trajectory's episode driven one tool call at a time, the task carried by a dataset row, the
+final answer found in a decoded multi-turn response, and the reward as a fixed set of numbers.
+
+Trainers call tools one by one and keep the conversation themselves, so an adapter needs less
+than :class:`SearchEnv`'s whole loop: :class:`Episode` wraps one, with budgets left to the
+trainer (its context and turn limits bite first), and returns each call's observation text.
+
+>>> ep = Episode(world.web, task, seed=0)                                # doctest: +SKIP
+>>> ep.call("search", {"query": "Rumal Shipyards"})[:40]
+>>> ep.call("answer", {"text": "| Name | … |"}); ep.reward_info()["score"]
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from fictionworld.env.env import EnvConfig, SearchEnv
+from fictionworld.env.tools import _loads
+from fictionworld.knobs import Knobs
+from fictionworld.scoring import Scores, score_strict
+
+__all__ = ["Episode", "REWARD_KEYS", "reward_info", "final_answer", "score_response", "task_of", "task_json",
+           "shared_world", "ANSWER_RECORDED"]  # fmt: skip
+
+ANSWER_RECORDED = "Answer recorded. The episode is over."
+
+# The reward a trainer logs, always these keys (verl stacks them into arrays per batch, so every
+# trajectory must give the same ones): ``score`` is the strict item F1 (the RL reward), ``success``
+# the official all-or-nothing score, then the six WideSearch precision/recall/F1 values.
+REWARD_KEYS = ("score", "success", "precision_by_item", "recall_by_item", "f1_by_item", "precision_by_row",
+               "recall_by_row", "f1_by_row", "answered", "parsed", "predicted_rows", "gold_rows")  # fmt: skip
+
+# Budgets a trainer enforces itself (response length, turns): the env's own stay out of the way.
+TRAINER_ENV = {"max_turns": 1_000_000, "max_context_chars": 2_000_000_000}
+
+
+def reward_info(scores: Scores | None, *, answered: bool | None = None) -> dict[str, float]:
+    """The :data:`REWARD_KEYS` of one trajectory, all floats; no scores (no answer) is all 0."""
+    s = scores or Scores()
+    out = {k: float(getattr(s, k)) for k in REWARD_KEYS if k in Scores.model_fields}
+    out["score"] = float(s.f1_by_item)
+    out["success"] = float(s.score)
+    out["answered"] = float(bool(answered if answered is not None else scores is not None and s.msg != "no answer"))
+    out["parsed"] = float(s.parsed)
+    return {k: out[k] for k in REWARD_KEYS}
+
+
+def final_answer(text: str | None, recorded: str | None = None) -> str | None:
+    """The agent's final answer: ``recorded`` (what an answer tool stored) if given, else the
+    last answer in ``text`` (a whole decoded multi-turn response), whichever form it takes: a
+    well-formed Hermes/Qwen ``<tool_call>{"name": "answer", "arguments": {"text": …}}</tool_call>``
+    block or an ``<answer>…</answer>`` tag. A call left unclosed does not swallow the next one.
+    None when there is none: the rest of a response holds tool output (pages with tables in
+    them), which must never be scored as the agent's answer. Linear in the text's length."""
+    if isinstance(recorded, str) and recorded.strip():
+        return recorded
+    if not isinstance(text, str) or not text:
+        return None
+    best: tuple[int, str] | None = None
+    for end, inside in _spans(text, "<tool_call>", "</tool_call>"):
+        obj, error = _loads(inside.strip())
+        if error is None and isinstance(obj, dict) and obj.get("name") == "answer":
+            args = obj.get("arguments", obj.get("parameters"))
+            if isinstance(args, str):
+                args, _ = _loads(args)
+            if isinstance(args, dict) and isinstance(args.get("text"), str):
+                best = (end, args["text"])
+    tags = _spans(text, "<answer>", "</answer>")
+    if tags and (best is None or tags[-1][0] > best[0]):
+        return tags[-1][1].strip()
+    return best[1] if best else None
+
+
+def _spans(text: str, open_tag: str, close_tag: str) -> list[tuple[int, str]]:
+    """(end, inside) of each ``open_tag…close_tag``, the opening taken as the last one before its
+    closing (an earlier unclosed opening is left out), left to right, in linear time."""
+    out, pos = [], 0
+    while (j := text.find(close_tag, pos)) >= 0:
+        i = text.rfind(open_tag, pos, j)
+        if i >= 0:
+            out.append((j, text[i + len(open_tag) : j]))
+        pos = j + len(close_tag)
+    return out
+
+
+def task_of(value):
+    """A :class:`~fictionworld.tasks.model.Task` from a Task, its dict, or its JSON text (a
+    dataset cell). Raises ValueError naming what is wrong."""
+    from fictionworld.tasks.model import Task
+
+    if isinstance(value, Task):
+        return value
+    try:
+        if isinstance(value, str | bytes):
+            return Task.model_validate_json(value)
+        if isinstance(value, dict):
+            return Task.model_validate(value)
+    except Exception as e:  # pydantic's ValidationError is a ValueError; keep one line
+        raise ValueError(f"not a fictionworld task: {str(e).splitlines()[0]}") from None
+    raise ValueError(f"not a fictionworld task: a value of type {type(value).__name__}")
+
+
+def task_json(task) -> str:
+    """A task as one JSON line (what a dataset row carries; :func:`task_of` reads it back)."""
+    return task.model_dump_json(exclude_none=True)
+
+
+def score_response(solution_str: str | None, task, *, recorded: str | None = None,
+                   max_answer_chars: int = 100_000) -> dict[str, float]:  # fmt: skip
+    """:func:`reward_info` of a response: its :func:`final_answer` scored strictly against
+    ``task`` (a Task or its JSON). Never raises on the response."""
+    task = task_of(task)
+    text = final_answer(solution_str, recorded)
+    if text is None:
+        return reward_info(None, answered=False)
+    if len(text) > max_answer_chars:
+        return reward_info(Scores(instance_id=task.instance_id, msg="answer too long"), answered=True)
+    return reward_info(score_strict(text, task), answered=True)
+
+
+_WORLDS: dict[str, object] = {}
+_WORLDS_LOCK = threading.Lock()
+
+
+def shared_world(path, *, verify: bool = True):
+    """The world saved at ``path``, opened once per process and shared by every episode (trainer
+    workers build many envs; a world is read-only once loaded)."""
+    from fictionworld.world import World
+
+    key = str(Path(path).expanduser().resolve())
+    with _WORLDS_LOCK:
+        world = _WORLDS.get(key)
+        if world is None:
+            world = _WORLDS[key] = World.load(key, verify=verify)
+        return world
+
+
+class Episode:
+    """One trajectory: a :class:`SearchEnv` episode over ``web`` for ``task``, stepped one tool
+    call at a time. ``call`` never raises; after ``answer`` (or on a call after the end) the env
+    says the episode is over and the first answer stands."""
+
+    def __init__(self, web, task, *, seed: int = 0, knobs: Knobs | dict | None = None, tools: str = "basic",
+                 **config):  # fmt: skip
+        cfg = {**TRAINER_ENV, **config, "tools": tools}
+        self.env = SearchEnv(web, EnvConfig.model_validate(cfg))
+        if isinstance(knobs, str):
+            knobs = json.loads(knobs) if knobs.strip() else None
+        self.messages, self.info = self.env.reset(task_of(task), seed=int(seed), knobs=knobs or None)
+        self.calls = 0
+
+    @property
+    def task(self):
+        return self.env.task
+
+    @property
+    def done(self) -> bool:
+        return self.env.done
+
+    @property
+    def answer(self) -> str | None:
+        return self.env.answer if self.env.reason == "answer" else None
+
+    def call(self, name: str, arguments) -> str:
+        """The observation text of one call (``arguments``: a dict or its JSON text)."""
+        self.calls += 1
+        obs, _, terminated, _, info = self.env.step({"name": str(name), "arguments": arguments})
+        if terminated and info.get("reason") == "answer" and not obs:
+            return ANSWER_RECORDED
+        return "\n\n".join(m["content"] for m in obs)
+
+    def reward_info(self) -> dict[str, float]:
+        """The trajectory's reward numbers; an episode that never answered scores 0."""
+        if self.env.reason != "answer":
+            return reward_info(None, answered=False)
+        return reward_info(self.env.scores, answered=True)
+
+    @property
+    def reward(self) -> float:
+        return self.reward_info()["score"]
