@@ -34,10 +34,18 @@ A JSON call also works: <tool_call>{"name": "search", "arguments": {"query": "..
 A reply with no tool call is taken as your final answer."""
 
 
-def system_prompt(tools: tuple[str, ...], *, text_tags: bool = False) -> str:
+_REPLY_IS_ANSWER = "A reply with no tool call is taken as your final answer."
+_CALL_ANSWER = "Always end by calling answer: a reply with no tool call ends the task with no answer."
+
+
+def system_prompt(tools: tuple[str, ...], *, text_tags: bool = False, reply_is_answer: bool = True) -> str:
+    """The system prompt for ``tools``. ``reply_is_answer=False`` is the trainers' rule (their
+    loops end a rollout on a reply without a tool call, unseen by the env): only ``answer``
+    gives the answer."""
     lines = [_INTRO, "", "Tools:"] + [f"- {_TOOLS[t]}" for t in tools] + ["", _FORMAT]
     if text_tags:
         lines += ["", _TAGS]
     else:
-        lines += ["", "Call the tools as functions. A reply with no tool call is taken as your final answer."]
-    return "\n".join(lines)
+        lines += ["", f"Call the tools as functions. {_REPLY_IS_ANSWER}"]
+    text = "\n".join(lines)
+    return text if reply_is_answer else text.replace(_REPLY_IS_ANSWER, _CALL_ANSWER)

@@ -17,15 +17,17 @@ import json
 import threading
 from pathlib import Path
 
-from fictionworld.env.env import EnvConfig, SearchEnv
+from fictionworld.env.env import EPISODE_OVER, EnvConfig, SearchEnv
+from fictionworld.env.prompts import system_prompt
 from fictionworld.env.tools import _loads
 from fictionworld.knobs import Knobs
 from fictionworld.scoring import Scores, score_strict
 
 __all__ = ["Episode", "REWARD_KEYS", "reward_info", "final_answer", "score_response", "task_of", "task_json",
-           "shared_world", "ANSWER_RECORDED"]  # fmt: skip
+           "shared_world", "ANSWER_RECORDED", "ANSWER_GIVEN", "system_message"]  # fmt: skip
 
 ANSWER_RECORDED = "Answer recorded. The episode is over."
+ANSWER_GIVEN = "Error: the answer was already given; the episode is over (no more tool calls)."
 
 # The reward a trainer logs, always these keys (verl stacks them into arrays per batch, so every
 # trajectory must give the same ones): ``score`` is the strict item F1 (the RL reward), ``success``
@@ -35,6 +37,15 @@ REWARD_KEYS = ("score", "success", "precision_by_item", "recall_by_item", "f1_by
 
 # Budgets a trainer enforces itself (response length, turns): the env's own stay out of the way.
 TRAINER_ENV = {"max_turns": 1_000_000, "max_context_chars": 2_000_000_000}
+
+
+def system_message(tools: str = "basic") -> str:
+    """The system prompt of a trainer's rows: the env's, except that only an ``answer`` call (or
+    an ``<answer>`` tag) gives the answer. Trainer loops end a rollout on a reply without a tool
+    call and never show it to the env, so that reply cannot count (in every adapter alike)."""
+    from fictionworld.env.tools import TOOL_SETS
+
+    return system_prompt(TOOL_SETS[tools], reply_is_answer=False)
 
 
 def reward_info(scores: Scores | None, *, answered: bool | None = None) -> dict[str, float]:
@@ -170,6 +181,8 @@ class Episode:
         obs, _, terminated, _, info = self.env.step({"name": str(name), "arguments": arguments})
         if terminated and info.get("reason") == "answer" and not obs:
             return ANSWER_RECORDED
+        if info.get("error") == EPISODE_OVER:
+            return ANSWER_GIVEN if self.answer is not None else EPISODE_OVER
         return "\n\n".join(m["content"] for m in obs)
 
     def reward_info(self) -> dict[str, float]:
