@@ -49,9 +49,11 @@ def build_tokenizer(corpus: Iterable[str], *, vocab_size: int = 2048, chat_templ
 
 
 def tiny_model(tokenizer, *, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0,
-               max_positions: int = 8192):  # fmt: skip
+               max_positions: int = 8192, rope_theta: float | None = None):  # fmt: skip
     """A Qwen3 causal LM sized for a CPU test (``hidden`` × ``layers``), its vocabulary the
-    tokenizer's, its weights drawn from ``seed``."""
+    tokenizer's, its weights drawn from ``seed``. ``rope_theta`` (default: Qwen3's 1e6) set low
+    (~20) lets so small a model tell neighbouring positions apart: it then learns the chat
+    format's fixed token sequences (``<think>\n\n</think>…``) in a hundred steps, not thousands."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -69,5 +71,6 @@ def tiny_model(tokenizer, *, hidden: int = 64, layers: int = 2, heads: int = 4, 
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,
+        **({} if rope_theta is None else {"rope_theta": float(rope_theta)}),
     )
     return Qwen3ForCausalLM(config)

@@ -1,0 +1,207 @@
+"""A real GRPO run with TRL on a CPU, in a minute or two: what ``fictionworld train-trl`` runs.
+
+A tiny Qwen3-architecture model (built from a config, a few hundred thousand parameters) and a
+byte-level BPE tokenizer trained here on the world's text (:mod:`fictionworld.testing.tiny_lm`:
+**not a real model's tokenizer**, and nothing is downloaded) first learn, with a few epochs of
+TRL's ``SFTTrainer``, to do what the oracle does on a handful of deep tasks: call ``search``,
+then ``answer`` in Qwen3's ``<tool_call>`` format. ``GRPOTrainer`` then trains it on the same
+tasks with :class:`~fictionworld.integrations.trl.FictionWorldEnv` as its ``environment_factory``:
+its rollouts call the env's tools and their reward is the env's ``get_reward()``. The point is
+the plumbing, not a capable agent: the rewards are those of a memorising toy.
+
+Needs the ``[trl]`` extra (``trl``, ``torch``, ``transformers``); imported only here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from fictionworld.env.trainer import shared_world
+from fictionworld.integrations.trl import TOOLS, FictionWorldEnv, dataset_row
+
+__all__ = ["train_trl_demo", "sft_examples", "teach", "grpo_trainer", "reward_log", "plot_rewards", "REWARD_KEY"]
+
+REWARD_KEY = f"rewards/{FictionWorldEnv.__name__}/mean"  # TRL logs get_reward() under the env class's name
+
+
+def tool_schemas() -> list[dict]:
+    """The JSON schemas TRL renders for the env's tools (transformers' ``get_json_schema``)."""
+    from transformers.utils import get_json_schema
+
+    env = FictionWorldEnv()
+    return [get_json_schema(getattr(env, name)) for name in sorted(TOOLS)]  # TRL lists methods by name
+
+
+def _call(name: str, arguments: dict) -> dict:
+    # arguments as JSON text (the template prints it as is): a dataset column of dicts would unify
+    # the keys of every call's arguments, filling in nulls (search(…, text=None))
+    call = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+    return {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call}]}
+
+
+def sft_examples(world, rows: list[dict], **env_config) -> list[dict]:
+    """One conversation per row (``messages`` and ``tools``, SFTTrainer's format): the row's
+    prompt, the oracle's first search with what :class:`FictionWorldEnv` (``env_config``)
+    returns for it, then the oracle's answer."""
+    from fictionworld.env.trainer import task_of
+    from fictionworld.testing.trajectories import oracle_calls
+
+    tools = json.dumps(tool_schemas())
+    env = FictionWorldEnv(**env_config)
+    out = []
+    for row in rows:
+        calls = oracle_calls(world, task_of(row["task"]), seed=row["seed"])
+        search = next(c["arguments"] for c in calls if c["name"] == "search")
+        answer = calls[-1]["arguments"]
+        env.reset(**row)
+        result = env.search(**search)
+        messages = [*row["prompt"], _call("search", search), {"role": "tool", "name": "search", "content": result},
+                    _call("answer", answer)]  # fmt: skip
+        out.append({"messages": messages, "tools": tools})
+    return out
+
+
+def _common(out_dir: Path, seed: int) -> dict:
+    return {"output_dir": str(out_dir), "use_cpu": True, "bf16": False, "fp16": False, "report_to": [],
+            "save_strategy": "no", "seed": seed, "data_seed": seed, "logging_steps": 1,
+            "dataloader_num_workers": 0, "gradient_checkpointing": False}  # fmt: skip
+
+
+def teach(model, tokenizer, examples: list[dict], out_dir, *, steps: int = 150, lr: float = 1e-2, seed: int = 0,
+          progress: bool = True):  # fmt: skip
+    """SFT warm-up with TRL's ``SFTTrainer`` on ``examples`` (loss on the assistant turns only,
+    with TRL's training chat template, the one GRPO renders with). Returns the trainer."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    args = SFTConfig(**_common(Path(out_dir), seed), max_steps=steps, learning_rate=lr,
+                     per_device_train_batch_size=min(4, len(examples)), assistant_only_loss=True,
+                     lr_scheduler_type="constant", warmup_steps=0, max_length=None,
+                     disable_tqdm=not progress)  # fmt: skip
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
+    trainer.train()
+    return trainer
+
+
+def grpo_trainer(model, tokenizer, rows: list[dict], out_dir, *, steps: int = 4, num_generations: int = 4,
+                 max_completion_length: int = 512, lr: float = 1e-3, seed: int = 0, progress: bool = True,
+                 environment_factory=FictionWorldEnv, **config):  # fmt: skip
+    """A ``GRPOTrainer`` over ``rows`` (from :func:`~fictionworld.integrations.trl.dataset_row`)
+    with :class:`FictionWorldEnv` as its environment: one group of ``num_generations`` rollouts
+    per optimizer step, ``steps`` steps. ``config``: more ``GRPOConfig`` fields."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
+    args = GRPOConfig(**_common(Path(out_dir), seed), max_steps=steps, learning_rate=lr, lr_scheduler_type="constant",
+                      num_generations=num_generations, per_device_train_batch_size=num_generations,
+                      max_completion_length=max_completion_length, max_tool_calling_iterations=4, beta=0.0,
+                      temperature=1.0, disable_tqdm=not progress, **config)  # fmt: skip
+    return GRPOTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=Dataset.from_list(rows),
+                       environment_factory=environment_factory)  # fmt: skip
+
+
+def reward_log(log_history: list[dict]) -> list[dict]:
+    """One row per optimizer step of a GRPO run's ``trainer.state.log_history``: the env's mean
+    reward (``get_reward``), its spread, tool calls per rollout, and completion length."""
+    keys = {"reward": REWARD_KEY, "reward_std": f"rewards/{FictionWorldEnv.__name__}/std",
+            "tool_calls_per_rollout": "tools/call_frequency", "tool_failures": "tools/failure_frequency",
+            "completion_tokens": "completions/mean_length"}  # fmt: skip
+    return [{"step": int(e["step"]), **{k: e.get(v) for k, v in keys.items()}} for e in log_history if REWARD_KEY in e]
+
+
+def plot_rewards(rows: list[dict], path) -> Path:
+    """A PNG of the env's mean reward per GRPO step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot([r["step"] for r in rows], [r["reward"] for r in rows], marker="o")
+    ax.set(xlabel="GRPO step", ylabel="mean reward (strict item F1)", ylim=(-0.05, 1.05),
+           title="FictionWorldEnv.get_reward() per step")  # fmt: skip
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _world(out_dir: Path, world_dir, seed: int, entities: int):
+    import fictionworld as fw
+
+    if world_dir is not None:
+        return shared_world(world_dir), Path(world_dir)
+    path = out_dir / "world"
+    if not path.is_dir():
+        fw.generate(seed=seed, entities=entities).save(path)
+    return shared_world(path), path
+
+
+def train_trl_demo(out_dir, *, world_dir=None, steps: int = 4, seed: int = 0, tasks: int = 4, entities: int = 1500,
+                   num_generations: int = 4, sft_steps: int = 150, observation_chars: int = 300,
+                   max_completion_length: int = 512, progress: bool = True) -> dict:  # fmt: skip
+    """The whole demo: a world (``world_dir``, else ``out_dir/world``: reused if there, else a new one of ``entities``),
+    ``tasks`` deep tasks, tokenizer and tiny model, ``sft_steps`` of SFT warm-up, then ``steps``
+    GRPO steps. Tool output is cut to ``observation_chars`` (the env's ``max_observation_chars``)
+    so that a rollout fits TRL's default ``max_completion_length`` and a CPU's patience.
+    Writes ``rewards.jsonl`` (one line per step, :func:`reward_log`), ``rewards.png`` and the
+    trained ``model/`` under ``out_dir``; returns a summary (with the env instances' last
+    rollouts: their tool calls and rewards)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import fictionworld as fw
+    from fictionworld.testing.tiny_lm import build_tokenizer, tiny_model
+
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    world, world_dir = _world(out_dir, world_dir, seed, entities)
+    deep = fw.make_tasks(world, tasks, kind="deep", seed=seed)  # one-cell answers: a tiny model can learn them
+    rows = [dataset_row(t, world_dir, seed=seed + i) for i, t in enumerate(deep)]
+    env_config = {"max_observation_chars": observation_chars}
+    examples = sft_examples(world, rows, **env_config)
+    corpus = [m["content"] or json.dumps(m.get("tool_calls")) for e in examples for m in e["messages"]]
+    tokenizer = build_tokenizer(corpus + [examples[0]["tools"]], vocab_size=1024)
+    model = tiny_model(tokenizer, seed=seed, rope_theta=20.0)
+    sft = teach(model, tokenizer, examples, out_dir / "sft", steps=sft_steps, seed=seed, progress=progress)
+
+    made: list[FictionWorldEnv] = []  # the env instances TRL pools (their last rollouts are kept)
+
+    def factory() -> FictionWorldEnv:
+        made.append(FictionWorldEnv(**env_config))
+        return made[-1]
+
+    trainer = grpo_trainer(sft.model, tokenizer, rows, out_dir / "grpo", steps=steps,
+                           num_generations=num_generations, max_completion_length=max_completion_length, seed=seed,
+                           progress=progress, environment_factory=factory)  # fmt: skip
+    trainer.train()
+    log = reward_log(trainer.state.log_history)
+    (out_dir / "rewards.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    png = plot_rewards(log, out_dir / "rewards.png")
+    trainer.save_model(str(out_dir / "model"))
+    used = [e for e in made if e.episode is not None]
+    return {
+        "world": str(world_dir),
+        "tasks": [r["instance_id"] for r in rows],
+        "sft_loss": [e["loss"] for e in sft.state.log_history if "loss" in e],
+        "steps": trainer.state.global_step,
+        "rewards": log,
+        "last_rollouts": [
+            {
+                "task": e.episode.task.instance_id,
+                "calls": e.episode.calls,
+                "answer": e.episode.answer,
+                "reward": e.get_reward(),
+            }
+            for e in used
+        ],
+        "rewards_jsonl": str(out_dir / "rewards.jsonl"),
+        "plot": str(png),
+        "model": str(out_dir / "model"),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
