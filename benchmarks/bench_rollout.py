@@ -4,6 +4,7 @@ jobs, one after the other in the same process), the env's own overhead per tool 
 
     python benchmarks/bench_rollout.py [--entities 20000] [--tasks 40 --samples 4] [--delay 0]
     python benchmarks/bench_rollout.py --entities 3000 --step-entities 5000 --tasks 10 --samples 2
+    python benchmarks/bench_rollout.py --adapters --skip-throughput --skip-steps   # verl/TRL adapters only
 
 Worlds (seed 1) are generated once and cached under ``worlds/bench/`` (git-ignored), reused when
 the saved spec matches; ``--world DIR`` / ``--rollout-world DIR`` take a saved world instead.
@@ -195,16 +196,40 @@ def main() -> None:
     ap.add_argument("--rollout-world", help="a saved world for the throughput part (instead of --entities)")
     ap.add_argument("--world", help="a saved world for the env-step part (instead of --step-entities)")
     ap.add_argument("--cache", default="worlds/bench", help="where generated worlds are kept")
+    ap.add_argument(
+        "--adapters",
+        action="store_true",
+        help="also time the verl and TRL adapters per tool call (needs the [verl] and [trl] extras)",
+    )
+    ap.add_argument("--skip-throughput", action="store_true", help="skip the Ray pool part")
     args = ap.parse_args()
     if args.delay and args.agent != "oracle":
         ap.error("--delay is an oracle option")
-    throughput(args, world_dir(args.entities, args.rollout_world, args.cache))
-    if not args.skip_steps:
+    if not args.skip_throughput:
+        throughput(args, world_dir(args.entities, args.rollout_world, args.cache))
+    if not args.skip_steps or args.adapters:
         try:
             os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         except (AttributeError, OSError):
             pass
+    if not args.skip_steps:
         steps(args, world_dir(args.step_entities, args.world, args.cache))
+    if args.adapters:
+        adapters(args, world_dir(args.step_entities, args.world, args.cache))
+
+
+def adapters(args, wdir: Path) -> None:
+    """Trainer adapter overhead per tool call (benchmarks/adapter_overhead.py)."""
+    import adapter_overhead
+
+    from fictionworld.env.trainer import shared_world
+
+    log(f"loading {wdir} for the adapters …")
+    world = shared_world(wdir)  # the instance the adapters open too
+    task = generate_tasks(world, 1, kind="mixed", seed=0)[0]
+    log(f"timing {args.steps} calls through each of {', '.join(adapter_overhead.PATHS)} …")
+    times = adapter_overhead.measure(world, wdir, task, calls=args.steps, reset_every=RESET_EVERY)
+    adapter_overhead.report(times, entities=len(world.entities), pages=len(world.web.pages))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,18 @@ from fictionworld.tasks.generate import generate_tasks
 from fictionworld.tasks.model import write_tasks
 
 APP = app
-COMMANDS = typer.main.get_command(APP).commands
+
+
+def _leaves(group, prefix: str = "") -> dict:
+    """Every command of the app by the words that call it ("export verl" for a group's command)."""
+    out = {}
+    for name, cmd in group.commands.items():
+        words = f"{prefix}{name}"
+        out |= _leaves(cmd, words + " ") if hasattr(cmd, "commands") else {words: cmd}
+    return out
+
+
+COMMANDS = _leaves(typer.main.get_command(APP))
 
 
 def cli(*args) -> object:
@@ -367,9 +378,10 @@ def test_an_unexpected_error_is_one_line_unless_debugging(files, monkeypatch):
 
 # -- every command, every option, bad values ---------------------------------------------------------
 # How each path is used; a path not listed is an input file or directory (a missing one is bad).
-OUTPUT_FILES = {("tasks", "out_path"), ("score", "out_path"), ("export", "parquet")}
+OUTPUT_FILES = {("tasks", "out_path"), ("score", "out_path"), ("export episodes", "parquet")}
 OUTPUT_DIRS = {("generate", "out_dir"), ("tasks", "widesearch"), ("rollout", "run_dir"), ("demo", "directory"),
-               ("train-demo", "directory")}  # fmt: skip
+               ("train-demo", "directory"), ("export verl", "out_dir"), ("export trl", "out_dir"),
+               ("train-trl", "directory")}  # fmt: skip
 HUGE = "1000000000000"
 # Values that look bad but are fine for that option (they would start real work: not run).
 ACCEPTED = {
@@ -396,6 +408,7 @@ ACCEPTED_IN = {
     ("tasks", "hops"): {"0"},
     ("serve", "port"): {"0"},  # any free port: a server would start (tests/test_serve.py starts it so)
     ("mcp", "port"): {"0"},
+    ("export verl", "model"): {"nosuch"},  # any model path or hub id: the launch script names it
 }  # fidelity: at most the pages there are
 
 
@@ -474,7 +487,7 @@ def test_every_command_fails_cleanly_on_bad_values(files, tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)  # default outputs (tasks.jsonl, scores.jsonl, demo/) would land here
     problems = []
     for args, name, value in _invocations(command, files, tmp_path):
-        r = CliRunner().invoke(APP, [command, *args])
+        r = CliRunner().invoke(APP, [*command.split(), *args])
         said = r.output.lower()
         if r.exception is not None and not isinstance(r.exception, SystemExit):
             problems.append(f"{name}={value!r}: raised {r.exception!r}")
@@ -488,5 +501,6 @@ def test_every_command_fails_cleanly_on_bad_values(files, tmp_path, monkeypatch,
 
 def test_the_walk_covers_every_command():
     expected = {"generate", "validate", "stats", "index", "search", "open", "spec", "tasks", "score", "rollout",
-                "export", "demo", "train-demo", "fidelity", "render-cache", "serve", "mcp"}  # fmt: skip
+                "export episodes", "export verl", "export trl", "demo", "train-demo", "train-trl", "fidelity",
+                "render-cache", "serve", "mcp"}  # fmt: skip
     assert expected <= set(COMMANDS)

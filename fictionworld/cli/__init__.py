@@ -7,7 +7,9 @@ command module registers nothing):
 - :mod:`~fictionworld.cli.world`: ``generate``, ``validate``, ``stats``, ``index``, ``search``,
   ``open``, ``spec``
 - :mod:`~fictionworld.cli.tasks`: ``tasks``, ``score``
-- :mod:`~fictionworld.cli.rollout`: ``rollout``, ``export``, ``demo``, ``train-demo``
+- :mod:`~fictionworld.cli.rollout`: ``rollout``, ``demo``, ``train-demo``
+- :mod:`~fictionworld.cli.export`: ``export verl``, ``export trl``, ``export episodes`` (``export RUN``)
+- :mod:`~fictionworld.cli.train_trl`: ``train-trl`` (a GRPO run on CPU with a tiny model)
 - :mod:`~fictionworld.cli.serve`: ``serve``, ``mcp``
 - :mod:`~fictionworld.cli.worldmodel`: ``fidelity``, ``render-cache``
 
@@ -19,12 +21,12 @@ from __future__ import annotations
 
 import typer
 
-from fictionworld.cli import rollout, serve, tasks, world, worldmodel
+from fictionworld.cli import export, rollout, serve, tasks, train_trl, world, worldmodel
 from fictionworld.cli.common import MAX_ENTITIES, MAX_K, MAX_PAGE, MAX_TASKS, MIN_ENTITIES, new_app
 
 __all__ = ["app", "build_app", "main", "MIN_ENTITIES", "MAX_ENTITIES", "MAX_K", "MAX_PAGE", "MAX_TASKS"]
 
-GROUPS = (world, tasks, rollout, serve, worldmodel)  # in the order `fictionworld --help` lists them
+GROUPS = (world, tasks, rollout, export, train_trl, serve, worldmodel)  # in the order `fictionworld --help` lists them
 
 
 def build_app() -> typer.Typer:

@@ -1,4 +1,4 @@
-"""``fictionworld rollout``, ``export``, ``demo`` and ``train-demo`` (added to the app by :func:`register`)."""
+"""``fictionworld rollout``, ``demo``, ``train-demo`` and ``export episodes`` (added to the app by :func:`register` and :mod:`fictionworld.cli.export`)."""
 
 from __future__ import annotations
 
@@ -384,7 +384,8 @@ def train_demo(
 
 
 def register(app: typer.Typer) -> None:
-    """Adds ``rollout``, ``export``, ``demo`` and ``train-demo`` to ``app``."""
-    for command in (rollout, export, demo):
+    """Adds ``rollout``, ``demo`` and ``train-demo`` to ``app`` (``export``, a group now, is added
+    by :mod:`fictionworld.cli.export`, which takes :func:`export` as ``export episodes``)."""
+    for command in (rollout, demo):
         app.command()(command)
     app.command("train-demo")(train_demo)
