@@ -3,12 +3,15 @@ search and open calls run through the bare env step (``SearchEnv.step``), the sh
 :class:`~fictionworld.env.trainer.Episode`, verl's tool lifecycle on our ``FictionWorldTool``
 (``create`` → ``execute`` → ``release``, as ``ToolAgentLoop`` runs it, with a real ``AgentData``)
 and TRL's env method call on ``FictionWorldEnv``. Every call runs through all four, in an
-order that rotates from call to call (so warm caches favour none), and the overhead is the
+order that rotates from call to call (so warm caches favour none: the one that runs a call
+first pays its cold caches), and the overhead is the
 paired difference to the bare step of the same call. One core; target ≤ 0.2 ms per call."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import random
 import statistics
 import time
@@ -41,7 +44,8 @@ def measure(world, wdir, task, *, calls: int = 1000, reset_every: int = 50) -> d
     for name, args in plan[: min(100, len(plan))]:  # warm the linker and the index
         getattr(web.session(web.knobs, 0), name)(*args.values())
     env = SearchEnv(web, EnvConfig(**TRAINER_ENV))
-    tools = {n: FictionWorldTool({"type": "native", "name": n}) for n in ("search", "open", "answer")}
+    with contextlib.redirect_stdout(io.StringIO()):  # verl's BaseTool prints each schema
+        tools = {n: FictionWorldTool({"type": "native", "name": n}) for n in ("search", "open", "answer")}
     trl_env = FictionWorldEnv()
     gt = task_json(task)
     create = {"world_dir": str(wdir), "task": gt, "seed": 0, "knobs": "", "tools": "basic"}
@@ -70,7 +74,8 @@ def measure(world, wdir, task, *, calls: int = 1000, reset_every: int = 50) -> d
         for i, (name, args) in enumerate(plan):
             if i % reset_every == 0:
                 new_trajectory(i)
-            order = PATHS[i % 4 :] + PATHS[: i % 4]
+            r = (i // 2) % 4  # calls alternate search/open: rotate per pair, so each path leads on both kinds
+            order = PATHS[r:] + PATHS[:r]
             for path in order:
                 t = time.perf_counter()
                 if path == "env.step":
