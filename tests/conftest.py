@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -8,6 +9,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import fictionworld as fw  # noqa: E402
+from fictionworld.cli import MIN_ENTITIES  # noqa: E402
+from fictionworld.tasks.generate import generate_tasks  # noqa: E402
+from fictionworld.tasks.model import write_tasks  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +40,47 @@ def require(module: str):
     if os.environ.get(REQUIRE_EXTRAS, "") not in ("", "0"):
         return importlib.import_module(module)
     return pytest.importorskip(module)
+
+
+# -- the command-line bad-input tests (test_cli_bad_input.py, test_cli_walk.py) ---------------
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """A smallest world (with its web), its tasks, responses, a run, and bad files of each kind."""
+    d = tmp_path_factory.mktemp("cli_bad")
+    world = fw.generate(seed=5, entities=MIN_ENTITIES)
+    world.save(d / "world")
+    tasks = generate_tasks(world, 3, kind="mixed", seed=0)
+    write_tasks(tasks, d / "tasks.jsonl")
+    (d / "responses.jsonl").write_text(
+        "".join(json.dumps({"instance_id": t.instance_id, "response": t.answer}) + "\n" for t in tasks)
+    )
+    (d / "run").mkdir()
+    (d / "run" / "episodes.jsonl").write_text(json.dumps({"episode": "t#0", "task_id": "t", "reward": 0.5}) + "\n")
+    (d / "garbage").write_bytes(b"\x00\xffgarbage\x13" * 20)
+    (d / "garbage.json").write_text('{"instance_id": 3, "gold": [1, 2')
+    (d / "empty_dir").mkdir()
+    (d / "bad_world").mkdir()
+    (d / "bad_world" / "manifest.json").write_text("{not json")
+    return {
+        "dir": d,
+        "world": d / "world",
+        "tasks": d / "tasks.jsonl",
+        "responses": d / "responses.jsonl",
+        "run": d / "run",
+        "url": world.web.pages.urls[0],
+        "task_ids": [t.instance_id for t in tasks],
+    }
+
+
+@pytest.fixture
+def no_ray(monkeypatch):
+    """Fails the test if anything starts Ray."""
+    import rollout.pool
+
+    def refuse(*a, **k):
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(rollout.pool, "init_ray", refuse)
+
+
+# -- rollout: everything checked in the driver, before Ray or the run directory ------------------

@@ -177,3 +177,20 @@ def test_importing_fictionworld_and_its_cli_loads_no_trainer():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_export_refuses_tasks_of_another_world_in_one_line(saved_world, tasks, tmp_path):
+    from typer.testing import CliRunner
+
+    from fictionworld.cli import app
+    from fictionworld.tasks.model import write_tasks
+
+    foreign = [t.model_copy(update={"world_hash": "0" * 40}) for t in tasks[:2]]
+    write_tasks(foreign, tmp_path / "t.jsonl")
+    r = CliRunner().invoke(app, ["export", "trl", str(tmp_path / "t.jsonl"), "--world", str(saved_world),
+                                 "--out", str(tmp_path / "out")])  # fmt: skip
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert [line for line in r.output.splitlines() if line.startswith("error:")][0].startswith(
+        "error: 2 of 2 tasks were made from another world"
+    )
+    assert not (tmp_path / "out").exists()

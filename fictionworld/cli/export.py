@@ -40,9 +40,13 @@ ValOpt = Annotated[float, typer.Option(help="Share of the tasks held out for val
 SeedOpt = Annotated[int, typer.Option(help="Seed (>= 0) of the train/val split and of each row's episode seed.", min=0)]
 
 
-def _inputs(tasks_path: Path, world: Path, out_dir: Path, val_fraction: float, knob: list[str] | None):
-    """The tasks (all made from ``world``) and knobs, or ``error:`` lines before any work."""
-    from fictionworld.storage import WorldFormatError, load_world
+def _export(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fraction: float, seed: int,
+            knob: list[str] | None, **options) -> dict:  # fmt: skip
+    """Checks the inputs (``error:`` lines before any work), then runs the target's exporter. The
+    world is opened once (:func:`~fictionworld.env.trainer.shared_world`: the exporter reuses
+    it); tasks made from another world are the exporter's ValueError, reported as one line."""
+    from fictionworld.env.trainer import shared_world
+    from fictionworld.storage import WorldFormatError
     from fictionworld.tasks.model import TaskError, read_tasks
 
     check_output(out_dir, directory=True)
@@ -58,20 +62,21 @@ def _inputs(tasks_path: Path, world: Path, out_dir: Path, val_fraction: float, k
     if not tasks:
         fail(f"{tasks_path}: no tasks")
     try:
-        w = load_world(world, verify=True)
+        shared_world(world)
     except (WorldFormatError, FileNotFoundError, NotADirectoryError) as exc:
         fail(f"--world {world}: {exc}")
-    foreign = [t.instance_id for t in tasks if t.world_hash not in (None, w.world_hash)]
-    if foreign:
-        fail(f"{len(foreign)} of {len(tasks)} tasks were made from another world (first: {foreign[0]}); "
-             f"--world {world} has world_hash {w.world_hash[:12]}")  # fmt: skip
-    return tasks, knobs
-
-
-def _report(summary: dict) -> None:
+    if target == "verl":
+        from fictionworld.integrations.verl import export_verl as exporter
+    else:
+        from fictionworld.integrations.trl import export_trl as exporter
+    try:
+        summary = exporter(tasks, world, out_dir, val_fraction=val_fraction, seed=seed, knobs=knobs, **options)
+    except ValueError as exc:
+        fail(str(exc))
     for key, value in summary.items():
         if key != "overrides":  # the launch script shows them
             out.print(f"{key}: {value}", highlight=False)
+    return summary
 
 
 def verl(
@@ -87,11 +92,8 @@ def verl(
     """verl: train/val Parquet, tools.yaml, agent_loop.yaml and a GRPO launch script (train.sh)."""
     if tools not in TOOL_SETS:
         fail(f"--tools must be one of {', '.join(TOOL_SETS)}, not {tools!r}")
-    tasks, knobs = _inputs(tasks_path, world, out_dir, val_fraction, knob)
-    from fictionworld.integrations.verl import export_verl
-
     extra = {"model_path": model} if model else {}
-    _report(export_verl(tasks, world, out_dir, val_fraction=val_fraction, seed=seed, knobs=knobs, tools=tools, **extra))
+    _export("verl", tasks_path, world, out_dir, val_fraction, seed, knob, tools=tools, **extra)
     err.print(f"train with: bash {out_dir / 'train.sh'}", highlight=False)
 
 
@@ -104,10 +106,7 @@ def trl(
     knob: KnobOption = None,
 ) -> None:
     """TRL: train/val Parquet whose rows FictionWorldEnv.reset(**row) reads (GRPOTrainer environment_factory)."""
-    tasks, knobs = _inputs(tasks_path, world, out_dir, val_fraction, knob)
-    from fictionworld.integrations.trl import export_trl
-
-    _report(export_trl(tasks, world, out_dir, val_fraction=val_fraction, seed=seed, knobs=knobs))
+    _export("trl", tasks_path, world, out_dir, val_fraction, seed, knob)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,9 @@ trainer (its context and turn limits bite first), and returns each call's observ
 from __future__ import annotations
 
 import json
+import random
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from fictionworld.env.env import EPISODE_OVER, EnvConfig, SearchEnv
@@ -22,9 +24,11 @@ from fictionworld.env.prompts import system_prompt
 from fictionworld.env.tools import _loads
 from fictionworld.knobs import Knobs
 from fictionworld.scoring import Scores, score_strict
+from fictionworld.seeding import hash_text, mix64_int
 
 __all__ = ["Episode", "REWARD_KEYS", "reward_info", "final_answer", "score_response", "task_of", "task_json",
-           "shared_world", "ANSWER_RECORDED", "ANSWER_GIVEN", "system_message"]  # fmt: skip
+           "shared_world", "ANSWER_RECORDED", "ANSWER_GIVEN", "system_message", "ExportRow", "export_rows",
+           "knobs_json"]  # fmt: skip
 
 ANSWER_RECORDED = "Answer recorded. The episode is over."
 ANSWER_GIVEN = "Error: the answer was already given; the episode is over (no more tool calls)."
@@ -147,6 +151,53 @@ def shared_world(path, *, verify: bool = True):
         if world is None:
             world = _WORLDS[key] = World.load(key, verify=verify)
         return world
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    """One task of a trainer export: its position in the tasks given (``index``), its split and
+    the fault seed of its episode (from the export seed and the task id, so every rollout of the
+    row, and every export with that seed, sees the same web)."""
+
+    index: int
+    split: str  # "train" or "val"
+    task: object
+    seed: int
+
+
+def knobs_json(knobs) -> str:
+    """Knobs as a dataset cell: JSON of :class:`Knobs` (or of a dict), "" for the world's own."""
+    if knobs is None or isinstance(knobs, str):
+        return knobs or ""
+    return json.dumps(knobs if isinstance(knobs, dict) else knobs.model_dump(mode="json"))
+
+
+def export_rows(tasks, world_dir, *, val_fraction: float = 0.1, seed: int = 0) -> tuple[Path, list[ExportRow]]:
+    """What every trainer export starts from: the world's absolute folder and ``tasks`` (Tasks,
+    dicts, JSON, or a tasks file) as :class:`ExportRow`\\ s, in the order given. ``val_fraction``
+    of them (at least one when it is above 0 and there are two or more) go to ``val``, drawn from
+    ``seed``. Raises ValueError on no tasks, a bad fraction, or tasks made from another world."""
+    if not 0 <= val_fraction < 1:
+        raise ValueError(f"val_fraction must be in [0, 1), not {val_fraction}")
+    if isinstance(tasks, str | Path):
+        from fictionworld.scoring.io import load_tasks
+
+        tasks = load_tasks(tasks)[0]
+    tasks = [task_of(t) for t in tasks]
+    if not tasks:
+        raise ValueError("no tasks to export")
+    world_dir = Path(world_dir).expanduser().resolve()
+    world_hash = shared_world(world_dir).world_hash
+    wrong = [t.instance_id for t in tasks if t.world_hash is not None and t.world_hash != world_hash]
+    if wrong:
+        raise ValueError(f"{len(wrong)} of {len(tasks)} tasks were made from another world than {world_dir} "
+                         f"(world_hash {world_hash[:12]}), e.g. {wrong[0]}")  # fmt: skip
+    order = list(range(len(tasks)))
+    random.Random(seed).shuffle(order)
+    n_val = min(max(round(len(tasks) * val_fraction), 1 if val_fraction > 0 else 0), len(tasks) - 1)
+    val = set(order[:n_val])
+    return world_dir, [ExportRow(i, "val" if i in val else "train", t, mix64_int(hash_text(t.instance_id), seed)
+                                 & 0x7FFF_FFFF) for i, t in enumerate(tasks)]  # fmt: skip
 
 
 class Episode:

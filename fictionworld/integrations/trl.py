@@ -80,16 +80,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import random
 from collections.abc import Iterable
 from pathlib import Path
 
 from fictionworld.env.tools import TOOL_SETS
-from fictionworld.env.trainer import Episode, shared_world, system_message, task_json, task_of
-from fictionworld.seeding import hash_text, mix64_int
-
-__all__ = ["FictionWorldEnv", "env_factory", "dataset_row", "export_trl", "RECOMMENDED_GRPO", "TOOLS", "NO_EPISODE"]
+from fictionworld.env.trainer import Episode, export_rows, knobs_json, shared_world, system_message, task_json, task_of
 
 TOOLS = TOOL_SETS["basic"]  # the env's methods: search, open, answer
 NO_EPISODE = "There is no episode: the trainer must call reset(**row) before the tools."
@@ -110,53 +105,33 @@ def dataset_row(task, world_dir, *, seed: int = 0, knobs=None) -> dict:
     ``world`` (the saved world's absolute path), ``seed`` (the episode's fault seed), ``knobs``
     (JSON of :class:`~fictionworld.knobs.Knobs`, "" for the world's own) and ``instance_id``."""
     task = task_of(task)
-    if knobs is not None and not isinstance(knobs, str):
-        knobs = json.dumps(knobs if isinstance(knobs, dict) else knobs.model_dump(mode="json"))
     return {
         "prompt": [{"role": "system", "content": system_message("basic")}, {"role": "user", "content": task.query}],
         "task": task_json(task),
         "world": str(Path(world_dir).expanduser().resolve()),
         "seed": int(seed),
-        "knobs": knobs or "",
+        "knobs": knobs_json(knobs),
         "instance_id": task.instance_id,
     }
 
 
 def export_trl(tasks: Iterable, world_dir, out, *, val_fraction: float = 0.1, seed: int = 0, knobs=None) -> dict:
     """Writes ``out/train.parquet`` and ``out/val.parquet`` (rows of :func:`dataset_row`, loadable
-    with ``datasets.load_dataset("parquet", data_files=…)``). Tasks are shuffled with ``seed``;
-    each row's fault seed derives from ``seed`` and the task id. Returns the paths and counts."""
+    with ``datasets.load_dataset("parquet", data_files=…)``). The split and each row's fault seed
+    come from ``seed`` (:func:`~fictionworld.env.trainer.export_rows`). Returns the paths and counts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not 0.0 <= val_fraction < 1.0:
-        raise ValueError(f"val_fraction must be in [0, 1), not {val_fraction}")
-    world_dir = Path(world_dir)
-    if not world_dir.is_dir():
-        raise ValueError(f"no world directory at {world_dir}")
-    tasks = [task_of(t) for t in tasks]
-    if not tasks:
-        raise ValueError("no tasks to export")
-    world_hash = shared_world(world_dir).world_hash
-    wrong = [t.instance_id for t in tasks if t.world_hash is not None and t.world_hash != world_hash]
-    if wrong:
-        raise ValueError(f"{len(wrong)} task(s) were made for another world than {world_dir} "
-                         f"(world_hash {world_hash[:12]}), e.g. {wrong[0]}")  # fmt: skip
-    random.Random(seed).shuffle(tasks)
-    n_val = min(len(tasks) - 1, round(len(tasks) * val_fraction))
-    rows = [dataset_row(t, world_dir, seed=_row_seed(seed, t.instance_id), knobs=knobs) for t in tasks]
+    world_dir, plan = export_rows(tasks, world_dir, val_fraction=val_fraction, seed=seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for split, part in (("train", rows[n_val:]), ("val", rows[:n_val])):
-        paths[split] = out / f"{split}.parquet"
-        pq.write_table(pa.Table.from_pylist(part, schema=_schema()), paths[split])
-    return {"train": str(paths["train"]), "val": str(paths["val"]), "train_rows": len(rows) - n_val,
-            "val_rows": n_val, "world": rows[0]["world"]}  # fmt: skip
-
-
-def _row_seed(seed: int, instance_id: str) -> int:
-    return mix64_int(hash_text(instance_id), seed) & 0x7FFF_FFFF  # fits Parquet's int64 and torch's seeds
+    summary: dict = {}
+    for split in ("train", "val"):
+        part = [dataset_row(r.task, world_dir, seed=r.seed, knobs=knobs) for r in plan if r.split == split]
+        summary[split] = str(out / f"{split}.parquet")
+        summary[f"{split}_rows"] = len(part)
+        pq.write_table(pa.Table.from_pylist(part, schema=_schema()), summary[split])
+    return summary | {"world": str(world_dir)}
 
 
 def _schema():

@@ -41,8 +41,6 @@ Needs ``verl`` (the ``[verl]`` extra), imported only by this module.
 
 from __future__ import annotations
 
-import json
-import random
 import shlex
 import weakref
 from collections.abc import Iterable, Mapping
@@ -55,7 +53,15 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from fictionworld.env.tools import TOOL_SETS, TOOLS
-from fictionworld.env.trainer import Episode, score_response, shared_world, system_message, task_json, task_of
+from fictionworld.env.trainer import (
+    Episode,
+    export_rows,
+    knobs_json,
+    score_response,
+    shared_world,
+    system_message,
+    task_json,
+)
 
 __all__ = ["FictionWorldTool", "FictionWorldAgentLoop", "compute_score", "export_verl", "verl_tool_schema",
            "ANSWER_KEY", "AGENT_NAME", "DATA_SOURCE"]  # fmt: skip
@@ -192,8 +198,8 @@ def export_verl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int =
     "script", "train_rows", "val_rows", "overrides"}``.
 
     The split is drawn from ``seed`` (``val_fraction`` of the tasks, at least one when there are
-    two or more); each row's episode seed (fault draws) comes from ``seed`` and its index, so the
-    ``n`` rollouts of a row see the same web. ``max_tool_response_length`` is in characters
+    two or more); each row's episode seed (fault draws) comes from ``seed`` and its task, so the
+    ``n`` rollouts of a row see the same web (:func:`~fictionworld.env.trainer.export_rows`). ``max_tool_response_length`` is in characters
     (verl's default, 256, would cut every page). Raises ValueError on tasks made for another world.
     """
     import pandas as pd
@@ -202,36 +208,14 @@ def export_verl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int =
         raise ValueError(f"unknown tool set {tools!r}: one of {sorted(TOOL_SETS)}")
     if agent not in (AGENT_NAME, "tool_agent"):
         raise ValueError(f"agent must be {AGENT_NAME!r} or 'tool_agent', not {agent!r}")
-    if not 0 <= val_fraction < 1:
-        raise ValueError("val_fraction must be in [0, 1)")
-    if isinstance(tasks, str | Path):
-        from fictionworld.tasks import load_tasks
-
-        tasks = load_tasks(tasks)
-    tasks = [task_of(t) for t in tasks]
-    if not tasks:
-        raise ValueError("no tasks to export")
-    world_dir = Path(world_dir).expanduser().resolve()
-    world_hash = shared_world(world_dir).world_hash
-    wrong = [t.instance_id for t in tasks if t.world_hash is not None and t.world_hash != world_hash]
-    if wrong:
-        raise ValueError(f"{len(wrong)} task(s) were made for another world than {world_dir} "
-                         f"(world_hash {world_hash[:12]}), e.g. {wrong[0]}")  # fmt: skip
-    if knobs is not None and not isinstance(knobs, str):
-        knobs = knobs.model_dump_json() if hasattr(knobs, "model_dump_json") else json.dumps(knobs)
-    knobs = knobs or ""
-
-    order = list(range(len(tasks)))
-    random.Random(seed).shuffle(order)
-    n_val = min(max(round(len(tasks) * val_fraction), 1 if val_fraction > 0 else 0), len(tasks) - 1)
-    val_ids = set(order[:n_val])
+    world_dir, plan = export_rows(tasks, world_dir, val_fraction=val_fraction, seed=seed)
+    knobs = knobs_json(knobs)
     system = system_message(tools)
     rows: dict[str, list[dict]] = {"train": [], "val": []}
-    for i, task in enumerate(tasks):
-        split = "val" if i in val_ids else "train"
+    for r in plan:
+        i, split, task = r.index, r.split, r.task
         gt = task_json(task)
-        create = {"world_dir": str(world_dir), "task": gt, "seed": random.Random(f"{seed}/{i}").randrange(2**31),
-                  "knobs": knobs, "tools": tools}  # fmt: skip
+        create = {"world_dir": str(world_dir), "task": gt, "seed": r.seed, "knobs": knobs, "tools": tools}
         rows[split].append({
             "data_source": DATA_SOURCE,
             "agent_name": agent,
