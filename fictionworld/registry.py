@@ -155,6 +155,8 @@ _BUILTINS: tuple[tuple[str, Kind, str, tuple[str, ...], str, dict], ...] = (
      "scripted agent that knows each task's provenance (an upper bound)", {}),
     ("fictionworld/Baseline-v0", "agent", "rollout.agents.baseline:BaselineAgent", ("baseline",),
      "scripted search-and-read agent with a tunable strategy", {}),
+    ("fictionworld/Explorer-v0", "agent", "rollout.agents.explorer:ExplorerAgent", ("explorer",),
+     "scripted agent that knows only the question: lists, checks and reads everything through the tools", {}),
     ("fictionworld/OpenAI-v0", "agent", "rollout.agents.openai_agent:OpenAIAgent", ("openai",),
      "an LLM behind an OpenAI-compatible chat API", {}),
 )  # fmt: skip

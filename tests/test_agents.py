@@ -60,8 +60,10 @@ class DigitlessEnv(SearchEnv):
 
 
 def test_oracle_reads_values_from_the_text(world):
+    # (counts are counted from links, not read: tasks with a count column are left out)
     tasks = [t for t in generate_tasks(world, 12, kind="wide", seed=5)
-             if any(c.format in ("int", "float", "money", "date", "year") for c in t.graph_query.columns)]  # fmt: skip
+             if any(c.format in ("int", "float", "money", "date", "year") for c in t.graph_query.columns)
+             and all(c.aggregate != "count" for c in t.graph_query.columns)]  # fmt: skip
     assert tasks
     recs = episodes(world, make_agent("oracle", world=world), tasks, env_cls=DigitlessEnv)
     assert all(r["scores"]["score"] == 0.0 for r in recs)

@@ -48,7 +48,7 @@ def test_rollout_on_a_missing_or_broken_world(files, tmp_path, no_ray, world):
 @pytest.mark.parametrize(
     ("agent", "config", "says"),
     [
-        ("nosuch", None, "unknown agent 'nosuch'; known agents: baseline, openai, oracle"),
+        ("nosuch", None, "unknown agent 'nosuch'; known agents: baseline, explorer, openai, oracle"),
         ("os:path", None, "'path' is not an agent class"),
         ("nosuch_module:Agent", None, "cannot import module 'nosuch_module'"),
         ("rollout.agents:Nope", None, "has no 'Nope'"),
@@ -77,7 +77,7 @@ def test_rollout_agent_is_checked_before_ray_starts(files, tmp_path, no_ray, age
         (["--world-model-url", "http://h:1/v1"], "--world-model-url: only for --world-model sglang"),
         (["--world-model-name", "m"], "--world-model-name: only for --world-model sglang"),
         (["--knob", "conflict_rate=abc"], "knob 'conflict_rate': must be a number, not 'abc'"),
-        (["--tools", "everything"], "--tools must be basic, agentworld or all"),
+        (["--tools", "everything"], "--tools must be basic, agentworld, memory or all"),
         (["--agent-config", "[1]"], "--agent-config must be a JSON object"),
     ],
 )

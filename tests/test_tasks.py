@@ -90,7 +90,7 @@ def test_deep_tasks_are_unique_and_name_no_entity(world, tasks):
 
 
 def test_knobs_shape_wide_tasks(world):
-    knobs = TaskKnobs(rows_min=5, rows_max=12, columns=6, hops=1, selectivity=0.5)
+    knobs = TaskKnobs(rows_min=5, rows_max=12, columns=6, hops=1, selectivity=0.5, families=("list",))
     for t in generate_tasks(world, 8, kind="wide", seed=2, knobs=knobs):
         assert 5 <= len(t.gold.rows) <= 12 and len(t.gold.columns) == 6
         assert t.difficulty["hops"] <= 1 and t.difficulty["selectivity"] < 1.0

@@ -158,7 +158,11 @@ def rollout(
         float, typer.Option(help="Seconds per episode before it is truncated (> 0).", callback=positive)
     ] = 600.0,
     address: Annotated[str | None, typer.Option(help="Ray cluster address ('auto'); default: a local one.")] = None,
-    tools: Annotated[str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, all.")] = "basic",
+    tools: Annotated[
+        str | None,
+        typer.Option(help="Tool set: basic (search/open/answer), agentworld, memory (basic + dict_memory), all "
+                     "(default: the agent's own, else basic)."),
+    ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Turn budget, >= 1 (default: the agent's).", min=1)] = None,
     max_context_chars: Annotated[
         int | None, typer.Option(help="Context budget in characters (>= 1,000).", min=1_000)
@@ -210,8 +214,8 @@ def rollout(
                                   "--tool-mode": tool_mode, "--temperature": temperature, "--top-p": top_p,
                                   "--top-k": top_k})  # fmt: skip
     wm = world_model_config(world_model, servers["--world-model-url"], servers["--world-model-name"], world_model_api)
-    if tools not in ("basic", "agentworld", "all"):
-        fail(f"--tools must be basic, agentworld or all, not {tools!r}")
+    if tools is not None and tools not in ("basic", "agentworld", "memory", "all"):
+        fail(f"--tools must be basic, agentworld, memory or all, not {tools!r}")
     env_config: dict = {"tools": tools, "knobs": parse_knobs(knob).model_dump(mode="json") if knob else None,
                         "max_turns": max_turns, "max_context_chars": max_context_chars}  # fmt: skip
     env_config = {k: v for k, v in env_config.items() if v is not None}

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -19,15 +20,18 @@ MAX_TRIALS = 1_000  # trials per task that `score` reads
 SCORES_FILE = "scores.jsonl"  # score's per-task results, beside the responses unless --out says
 
 
-def _task_knobs(**values):
-    """TaskKnobs from the command's options, or one ``error: --option: ...`` line per problem."""
+def _task_knobs(preset: str, **values):
+    """TaskKnobs of a preset with the options given, or one ``error: --option: ...`` line per problem."""
     from pydantic import ValidationError
 
     from fictionworld.errors import problem_lines
-    from fictionworld.tasks.wide import TaskKnobs
+    from fictionworld.tasks.presets import PRESETS, preset_knobs
 
+    if preset not in PRESETS:
+        fail(f"--preset must be one of {', '.join(PRESETS)}, not {preset!r}")
+    given = {k: v for k, v in values.items() if v is not None}
     try:
-        return TaskKnobs(**values)
+        return preset_knobs(preset, **given)
     except ValidationError as exc:
         fail("\n".join(problem_lines(exc, label=lambda field: "--" + field.replace("_", "-"))))
 
@@ -37,12 +41,30 @@ def tasks(
     n: Annotated[int, typer.Option("--n", help=f"Number of tasks, 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)] = 20,
     kind: Annotated[str, typer.Option(help="wide, deep or mixed.")] = "wide",
     seed: Annotated[int, typer.Option(help="Task seed (>= 0, independent of the world's).", min=0)] = 0,
-    rows_min: Annotated[int, typer.Option(help="Fewest gold rows of a wide task.")] = 3,
-    rows_max: Annotated[int, typer.Option(help="Most gold rows of a wide task.")] = 30,
-    columns: Annotated[int, typer.Option(help="Columns of a wide task, key included.")] = 4,
-    hops: Annotated[int, typer.Option(help="Longest relation path in a column or clue.")] = 2,
-    selectivity: Annotated[float, typer.Option(help="Share of the discoverable group a wide task keeps.")] = 1.0,
-    clues: Annotated[int, typer.Option(help="Most clues of a deep task.")] = 5,
+    preset: Annotated[
+        str, typer.Option(help="Difficulty preset: tiny, small, medium or widesearch (options below override it).")
+    ] = "small",
+    family: Annotated[
+        list[str] | None,
+        typer.Option(help="Wide families to draw from (repeat): list, and, or, temporal, top, aggregate, via."),
+    ] = None,
+    rows_min: Annotated[int | None, typer.Option(help="Fewest gold rows of a wide task.")] = None,
+    rows_max: Annotated[int | None, typer.Option(help="Most gold rows of a wide task.")] = None,
+    columns: Annotated[int | None, typer.Option(help="Columns of a wide task, key included (the fewest).")] = None,
+    columns_max: Annotated[int | None, typer.Option(help="Most columns of a wide task.")] = None,
+    hops: Annotated[int | None, typer.Option(help="Longest relation path in a column or clue.")] = None,
+    selectivity: Annotated[
+        float | None, typer.Option(help="Share of the discoverable group a list task keeps.")
+    ] = None,
+    clues: Annotated[int | None, typer.Option(help="Most clues of a deep task.")] = None,
+    stats: Annotated[
+        bool,
+        typer.Option(
+            "--stats",
+            help="Also print the set's shape next to WideSearch's published figures, with the explorer agent's "
+            "row recall, success and tool calls (it runs here, knowing only each question).",
+        ),
+    ] = False,
     out_path: Annotated[Path, typer.Option("--out", help="Tasks file (JSON Lines).")] = Path("tasks.jsonl"),
     widesearch: Annotated[
         Path | None, typer.Option(help="Also write the official layout (widesearch.jsonl + widesearch_gold/) here.")
@@ -56,8 +78,9 @@ def tasks(
     if kind not in ("wide", "deep", "mixed"):
         fail(f"--kind must be wide, deep or mixed, not {kind!r}")
     knobs = _task_knobs(
-        rows_min=rows_min, rows_max=rows_max, columns=columns, hops=hops, selectivity=selectivity, clues=clues
-    )
+        preset, rows_min=rows_min, rows_max=rows_max, columns=columns, columns_max=columns_max, hops=hops,
+        selectivity=selectivity, clues=clues, families=tuple(family) if family else None,
+    )  # fmt: skip
     check_output(out_path)
     if widesearch is not None:
         check_output(widesearch, "--widesearch", directory=True)
@@ -77,7 +100,8 @@ def tasks(
     write_tasks(made, out_path)
     rows = [len(t.gold.rows) for t in made]
     out.print(
-        f"{len(made)} {kind} tasks → {out_path} (gold rows {min(rows)}–{max(rows)}, mean {sum(rows) / len(rows):.1f})",
+        f"{len(made)} {kind} tasks → {out_path} ({knobs.preset or 'custom'}: gold rows {min(rows)}–{max(rows)}, "
+        f"mean {sum(rows) / len(rows):.1f})",
         highlight=False,
         soft_wrap=True,
     )
@@ -90,6 +114,48 @@ def tasks(
             highlight=False,
             soft_wrap=True,
         )
+    if stats:
+        _print_stats(world, made)
+
+
+def _print_stats(world, made) -> None:
+    """The set's shape next to WideSearch's published figures, and the explorer's results."""
+    from fictionworld.tasks.presets import WIDESEARCH_PUBLISHED
+    from fictionworld.tasks.stats import AnswerPages, task_stats
+    from rollout.agents.explorer import explore
+
+    s = task_stats(made)
+    with Progress(
+        TextColumn("explorer"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
+    ) as progress:
+        bar = progress.add_task("explorer", total=len(made))
+        runs = explore(world, made, progress=lambda k: progress.update(bar, completed=k))
+    pages = AnswerPages(world.web)
+    one_page = sum(1 for t in made if t.family != "lookup" and pages.holding(t))
+
+    def rng(d: dict, fmt: str = "{:.1f}") -> str:
+        return f"{fmt.format(d['mean'])} (min {d['min']:.0f}, max {d['max']:.0f})"
+
+    calls = [r["calls"] for r in runs]
+    table = Table(title="task set vs WideSearch (published)", show_lines=False)
+    table.add_column("")
+    table.add_column("this set")
+    table.add_column("WideSearch")
+    table.add_row("tasks", str(s["tasks"]), WIDESEARCH_PUBLISHED["tasks"])
+    table.add_row("families", ", ".join(f"{k} {v}" for k, v in s["families"].items()),
+                  WIDESEARCH_PUBLISHED["domains"] + " domains")  # fmt: skip
+    table.add_row("rows per task", rng(s["rows"]), "tens to hundreds")
+    table.add_row("columns per task", rng(s["columns"]), "")
+    table.add_row("cells per task", rng(s["cells"]), WIDESEARCH_PUBLISHED["mean cells per task"])
+    table.add_row("hops (longest path)", rng(s["hops"]), "")
+    table.add_row("conditions", rng(s["conditions"]), "")
+    table.add_row("explorer tool calls", f"{np.mean(calls):.0f} (min {min(calls)}, max {max(calls)})",
+                  WIDESEARCH_PUBLISHED["pages consulted per task"] + " pages, " +
+                  WIDESEARCH_PUBLISHED["human time per task"] + " (human)")  # fmt: skip
+    table.add_row("explorer row recall", f"{np.mean([r['row_recall'] for r in runs]):.3f}", "")
+    table.add_row("explorer success rate", f"{np.mean([r['success'] for r in runs]):.3f}", "")
+    table.add_row("tasks answered by one page", str(one_page), "")
+    out.print(table)
 
 
 def _some(ids, limit: int = 5) -> str:

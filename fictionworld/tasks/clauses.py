@@ -17,8 +17,9 @@ def _num(v: float) -> str:
     return f"{int(v):,}" if float(v).is_integer() else f"{v:,}"
 
 
-def describe_range(attribute: str, lo: float | None, hi: float | None) -> str:
-    """ "founded between 1990 and 1999", "with a population of 1,000,000 to 2,000,000"."""
+def describe_range(attribute: str, lo: float | None, hi: float | None, variant: int = 0) -> str:
+    """ "founded between 1990 and 1999", "whose population is between 1,000,000 and 2,000,000";
+    ``variant`` 1 writes a span as "from … to …"."""
     if attribute_dtype(attribute) == DType.DATE:
         verb = DATE_VERB.get(attribute, f"with a {ATTR_NOUN[attribute]}")
         lo_i, hi_i = (None if lo is None else int(lo)), (None if hi is None else int(hi))
@@ -32,12 +33,14 @@ def describe_range(attribute: str, lo: float | None, hi: float | None) -> str:
             return f"{verb} in {lo_i} or later"
         if lo_i is None:
             return f"{verb} in {hi_i} or earlier"
-        return f"{verb} between {lo_i} and {hi_i}"
+        return f"{verb} from {lo_i} to {hi_i}" if variant else f"{verb} between {lo_i} and {hi_i}"
     noun = ATTR_NOUN[attribute]
     if hi is None:
         return f"whose {noun} is at least {_num(lo)}"
     if lo is None:
         return f"whose {noun} is at most {_num(hi)}"
+    if variant:
+        return f"whose {noun} is from {_num(lo)} to {_num(hi)}"
     return f"whose {noun} is between {_num(lo)} and {_num(hi)}"
 
 

@@ -14,16 +14,23 @@ import numpy as np
 from fictionworld.schema import ENTITY_TYPES, DType
 from fictionworld.seeding import rng as make_rng
 from fictionworld.tables import TYPE_CODE
-from fictionworld.tasks.clauses import clause, nice_range, year_range
+from fictionworld.tasks.clauses import nice_range, year_range
+from fictionworld.tasks.families import discoverable
+from fictionworld.tasks.grammar import parse_question, render_deep
 from fictionworld.tasks.model import Task
-from fictionworld.tasks.phrasing import SOMEONE
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Query, type_of_path
-from fictionworld.tasks.wide import TaskKnobs, WideTaskGenerator, build_task
+from fictionworld.tasks.wide import TaskKnobs, WideTaskGenerator, _canon, build_task
+from fictionworld.web.phrasing import LIST_BY_ATTRIBUTE, LIST_BY_YEAR
 
 __all__ = ["DeepTaskGenerator", "DEEP_TYPES"]
 
 DEEP_TYPES = ("company", "film", "book", "album", "product", "person", "sports_team", "event", "university")
 _BLUNT = {DType.URL, DType.TEXT}  # websites and ISBNs would name the answer outright
+
+
+def _narrow(c: Condition) -> bool:
+    """A discoverable clue small enough to start from: a category, or at most a decade."""
+    return c.equals is not None or (c.hi - c.lo) <= 9
 
 
 class DeepTaskGenerator:
@@ -39,7 +46,9 @@ class DeepTaskGenerator:
 
     def task(self, i: int, *, attempts: int = 40) -> Task | None:
         r = make_rng(self.seed, f"tasks:deep:{i}")
-        types = [t for t in DEEP_TYPES if (self.world.entities.type_code == TYPE_CODE[t]).any()]
+        # Only types a reader can list candidates of from a clue (a year or category directory).
+        listed = {t for t, _ in (*LIST_BY_YEAR, *LIST_BY_ATTRIBUTE)}
+        types = [t for t in DEEP_TYPES if t in listed and (self.world.entities.type_code == TYPE_CODE[t]).any()]
         for _ in range(attempts):
             t = self._try(r, i, types[int(r.integers(len(types)))])
             if t is not None:
@@ -76,17 +85,22 @@ class DeepTaskGenerator:
         if not clues:
             return None
         order = r.permutation(len(clues)).tolist()
-        # A multi-hop clue first, so the question needs at least one hop to answer.
-        far = [j for j in order if len(clues[j].path) >= min(2, k.hops)]
+        # A clue a reader can list candidates from (a year or category directory) comes first,
+        # then a multi-hop clue, so the question needs at least one hop to answer.
+        found = [j for j in order if discoverable(row_type, clues[j]) and _narrow(clues[j])]
+        if not found:
+            return None
+        far = [j for j in order if len(clues[j].path) >= min(2, k.hops) and j != found[0]]
         if not far:
             return None
-        order.remove(far[0])
-        order.insert(0, far[0])
+        for j in (far[0], found[0]):
+            order.remove(j)
+            order.insert(0, j)
         chosen: list[Condition] = []
         cand = w.entities.rows_of_type(row_type).astype(np.int64)
-        for j in order:
+        for n, j in enumerate(order):
             narrowed = cand[np.isin(cand, g.satisfying(clues[j]))]
-            if len(narrowed) == len(cand):
+            if len(narrowed) == len(cand) and n:
                 continue  # says nothing new
             chosen.append(clues[j])
             cand = narrowed
@@ -97,13 +111,10 @@ class DeepTaskGenerator:
         q = Query(type=row_type, conditions=tuple(chosen), columns=(Column(header="Answer"),))
         if len(g.select(q)) != 1:  # the stored query must recompute to the one answer
             return None
-        parts = [clause(row_type, c, {}) for c in chosen]
-        what = ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
-        noun = SOMEONE[row_type].split(" ", 1)[-1] if row_type != "person" else "person"
-        question = (
-            f"Identify the {noun} {what}. Answer with one Markdown table with a single column, "
-            "Answer, holding its name:\n| Answer |"
-        )
+        question = render_deep(q, r)
+        readings = parse_question(question)
+        if len(readings) != 1 or not readings[0].deep or _canon(readings[0].query) != _canon(q):
+            return None
         diff = {
             "rows": 1.0,
             "columns": 1.0,
@@ -111,7 +122,8 @@ class DeepTaskGenerator:
             "clues": float(len(chosen)),
         }
         iid = f"fw-{w.world_hash[:8]}-deep-{self.seed}-{i:05d}"
-        task = build_task(w, g, q, instance_id=iid, kind="deep", question=question, key_count=1, rng=r, knobs=diff)
+        task = build_task(w, g, q, instance_id=iid, kind="deep", question=question, key_count=1, rng=r, knobs=diff,
+                          family="lookup", preset=k.preset)  # fmt: skip
         clue_facts = {}
         for n, c in enumerate(chosen):
             col = Column(header="", path=c.path, attribute=c.attribute)

@@ -101,6 +101,8 @@ class Task(BaseModel):
     world_hash: str | None = None
     provenance: list[RowProvenance] = Field(default_factory=list)
     difficulty: dict[str, float] = Field(default_factory=dict)
+    family: str | None = None  # the question family (tasks.families), e.g. "top"; deep tasks: "lookup"
+    preset: str | None = None  # the difficulty preset the task was drawn at, if any
     # Scorers keep per-task precomputation here (gold canonical forms); tasks are not mutated
     # after creation, so it never goes stale.
     _cache: dict = PrivateAttr(default_factory=dict)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["PLURAL", "SOMEONE", "HOP_CLAUSE", "HOP_NOUN", "ATTR_NOUN", "DATE_VERB", "CATEGORY_CLAUSE", "KEY_HEADER"]
+__all__ = ["PLURAL", "SOMEONE", "HOP_CLAUSE", "HOP_CLAUSES", "TEMPORAL_CLAUSES", "HOP_NOUN", "ATTR_NOUN", "DATE_VERB",
+           "CATEGORY_CLAUSE", "KEY_HEADER"]  # fmt: skip
 
 PLURAL = {
     "country": "countries",
@@ -43,32 +44,44 @@ KEY_HEADER = {
     "sports_team": "Team",
     "album": "Album",
 }
-# (predicate, inverse) -> clause with {} for what is reached.
-HOP_CLAUSE = {
-    ("headquartered_in", False): "headquartered in {}",
-    ("based_in", False): "based in {}",
-    ("held_in", False): "held in {}",
-    ("located_in", False): "located in {}",
-    ("capital", False): "whose capital is {}",
-    ("born_in", False): "born in {}",
-    ("died_in", False): "who died in {}",
-    ("citizen_of", False): "holding citizenship of {}",
-    ("published_by", False): "published by {}",
-    ("manufactured_by", False): "made by {}",
-    ("produced_by", False): "produced by {}",
-    ("released_by", False): "released on the label of {}",
-    ("directed_by", False): "directed by {}",
-    ("performed_by", False): "recorded by {}",
-    ("presented_by", False): "presented by {}",
-    ("organized_by", False): "organised by {}",
-    ("founded_by", False): "founded by {}",
-    ("acquired_by", False): "acquired by {}",
-    ("won", False): "that won {}",
-    ("studied_at", False): "who studied at {}",
-    ("member_of", False): "who played for {}",
-    ("author_of", True): "written by {}",
-    ("starred_in", True): "starring {}",
-    ("participated_in", False): "who took part in {}",
+# (predicate, inverse) -> paraphrases of a clause, {} for what is reached (the first is the plain one).
+HOP_CLAUSES: dict[tuple[str, bool], tuple[str, ...]] = {
+    ("headquartered_in", False): ("headquartered in {}", "with headquarters in {}", "whose head office is in {}"),
+    ("based_in", False): ("based in {}", "whose home city is {}"),
+    ("held_in", False): ("held in {}", "that took place in {}"),
+    ("located_in", False): ("located in {}", "situated in {}"),
+    ("capital", False): ("whose capital is {}",),
+    ("born_in", False): ("born in {}", "whose birthplace is {}", "native to {}"),
+    ("died_in", False): ("who died in {}", "whose place of death is {}"),
+    ("citizen_of", False): ("holding citizenship of {}", "with citizenship of {}"),
+    ("published_by", False): ("published by {}", "issued by {}"),
+    ("manufactured_by", False): ("made by {}", "manufactured by {}"),
+    ("produced_by", False): ("produced by {}", "with production by {}"),
+    ("released_by", False): ("released on the label of {}", "released under the label of {}"),
+    ("directed_by", False): ("directed by {}", "made under the direction of {}"),
+    ("performed_by", False): ("recorded by {}", "performed by {}"),
+    ("presented_by", False): ("presented by {}", "awarded by {}"),
+    ("organized_by", False): ("organised by {}", "whose organiser is {}"),
+    ("founded_by", False): ("founded by {}", "whose founders include {}"),
+    ("acquired_by", False): ("acquired by {}", "bought by {}"),
+    ("won", False): ("that won {}", "that received {}"),
+    ("studied_at", False): ("who studied at {}", "who attended {}"),
+    ("member_of", False): ("who played for {}", "who have played for {}"),
+    ("author_of", True): ("written by {}", "authored by {}"),
+    ("starred_in", True): ("starring {}", "featuring {}"),
+    ("participated_in", False): ("who took part in {}", "who participated in {}"),
+}
+HOP_CLAUSE = {k: v[0] for k, v in HOP_CLAUSES.items()}
+# Temporal relations with a dated span: predicate -> clauses with {} (the entity), {a}–{b} (years).
+TEMPORAL_CLAUSES: dict[str, tuple[str, ...]] = {
+    "member_of": (
+        "who played for {} at some point between {a} and {b}",
+        "who were players of {} at any time from {a} to {b}",
+    ),
+    "studied_at": (
+        "who studied at {} at some point between {a} and {b}",
+        "who were students at {} at any time from {a} to {b}",
+    ),
 }
 # (predicate, inverse, reached type) -> column noun ("headquarters", "director").
 HOP_NOUN = {

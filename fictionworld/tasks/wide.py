@@ -16,46 +16,54 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fictionworld.dates import years_of
-from fictionworld.schema import ENTITY_TYPES, RELATIONS, DType
+from fictionworld.folding import fold_key
+from fictionworld.schema import ENTITY_TYPES, DType
 from fictionworld.seeding import rng as make_rng
 from fictionworld.tables import TYPE_CODE
-from fictionworld.tasks.clauses import clause, header
+from fictionworld.tasks.clauses import header
+from fictionworld.tasks.families import BUILDERS, WIDE_FAMILIES, Draw, via_paths
+from fictionworld.tasks.grammar import candidate_columns, column_format, key_header, parse_question, render_wide
 from fictionworld.tasks.model import ColumnEval, Evaluation, GoldTable, RowProvenance, Task, norm_header
-from fictionworld.tasks.phrasing import ATTR_NOUN, KEY_HEADER, PLURAL
+from fictionworld.tasks.phrasing import ATTR_NOUN, TEMPORAL_CLAUSES
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Hop, Query, evaluate, type_of_path
 from fictionworld.web.phrasing import LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 
 __all__ = ["TaskKnobs", "WideTaskGenerator", "column_eval", "build_task"]
 
 _EXACT_COUNTS = {"page_count", "runtime_min", "track_count", "height_cm", "elevation_m", "stadium_capacity"}
-_SKIP_COLUMNS = {"gender"}
-# Relations that may serve as column paths: functional ones plus those usually single-valued
-# (a row with several values makes the column ineligible for that task).
-_COLUMN_RELATIONS = {name for name, r in RELATIONS.items() if r.functional} | {"founded_by"}
-_COLUMN_HOPS = [Hop(predicate=p) for p in sorted(_COLUMN_RELATIONS)] + [Hop(predicate="author_of", inverse=True)]
 
 
 class TaskKnobs(BaseModel):
-    """Difficulty of generated tasks."""
+    """Difficulty of generated tasks (see :data:`PRESETS` for the curriculum)."""
 
     model_config = ConfigDict(extra="forbid")
 
     rows_min: int = Field(3, ge=1)
     rows_max: int = Field(30, ge=1)
-    columns: int = Field(4, ge=1, le=12)  # including the key column
+    columns: int = Field(4, ge=1, le=12)  # including the key column (the fewest, with columns_max)
+    columns_max: int | None = Field(None, ge=1, le=12)  # most columns; None: exactly ``columns``
     hops: int = Field(2, ge=0, le=4)  # longest relation path in a column or condition
-    selectivity: float = Field(1.0, gt=0, le=1)  # share of the discoverable group kept by filters
+    selectivity: float = Field(1.0, gt=0, le=1)  # share of the discoverable group kept by filters (list)
     clues: int = Field(5, ge=1, le=8)  # most clues of a deep task
+    families: tuple[str, ...] = WIDE_FAMILIES  # wide families drawn from, evenly (see tasks.families)
+    preset: str | None = None  # the preset these knobs came from, written into each task
 
     @model_validator(mode="after")
     def _order(self):
         if self.rows_max < self.rows_min:
             raise ValueError("rows_max must be >= rows_min")
+        if self.columns_max is not None and self.columns_max < self.columns:
+            raise ValueError("columns_max must be >= columns")
+        bad = [f for f in self.families if f not in WIDE_FAMILIES]
+        if bad or not self.families:
+            raise ValueError(f"families must be some of {', '.join(WIDE_FAMILIES)}, not {bad or 'none'}")
         return self
 
 
 def column_eval(col: Column, row_type: str, *, key: bool, pick: float) -> ColumnEval:
     """Preprocessing and metric of a column (``pick`` in [0, 1) chooses between variants)."""
+    if col.aggregate is not None:
+        return ColumnEval(preprocess=["extract_number"], metric=["number_near"], criterion=0.0)
     if col.attribute is None:
         if key or pick < 0.5:
             return ColumnEval(preprocess=["norm_str"], metric=["exact_match"])
@@ -84,31 +92,6 @@ def column_eval(col: Column, row_type: str, *, key: bool, pick: float) -> Column
     return ColumnEval(preprocess=["norm_str"], metric=["exact_match"])
 
 
-def _format(row_type: str, path: tuple[Hop, ...], attribute: str | None, rng) -> str:
-    if attribute is None:
-        return "name"
-    dtype = ENTITY_TYPES[type_of_path(row_type, path)].attribute(attribute).dtype
-    if dtype == DType.DATE:
-        return "year" if rng.random() < 0.3 else "date"
-    if attribute == "price_usd":
-        return "money"
-    return {DType.INT: "int", DType.FLOAT: "float", DType.URL: "url", DType.CATEGORY: "category"}.get(dtype, "text")
-
-
-def _instructions(cols: list[Column]) -> str:
-    notes = []
-    fmts = {c.format for c in cols}
-    if "date" in fmts:
-        notes.append("dates as YYYY-MM-DD")
-    if "year" in fmts:
-        notes.append("years as four digits")
-    if fmts & {"int", "float", "money"}:
-        notes.append("numbers as plain digits without units")
-    if "url" in fmts:
-        notes.append("websites as full URLs")
-    return ("Write " + ", ".join(notes) + ". ") if notes else ""
-
-
 def build_task(
     world,
     g: GraphIndex,
@@ -120,9 +103,13 @@ def build_task(
     key_count: int,
     rng,
     knobs: dict | None = None,
+    family: str | None = None,
+    preset: str | None = None,
 ) -> Task:
     """A task from a query: gold table, evaluation, aliases and provenance."""
     ans = evaluate(world, q, g)
+    if any(cell is None for row in ans.cells for cell in row):
+        raise ValueError("a gold cell has no value")
     headers = [c.header for c in q.columns]
     required = [norm_header(h) for h in headers]
     pipeline = {
@@ -132,7 +119,7 @@ def build_task(
     rows = [[cell.text for cell in r] for r in ans.cells]
     aliases: dict[str, list[list[str]]] = {}
     for j, name in enumerate(required):
-        if q.columns[j].attribute is None:
+        if q.columns[j].attribute is None and q.columns[j].aggregate is None:
             aliases[name] = [g.unambiguous_aliases(world.row(r[j].entity)) for r in ans.cells]
     prov = [
         RowProvenance(
@@ -154,17 +141,23 @@ def build_task(
         world_hash=world.world_hash,
         provenance=prov,
         difficulty=dict(knobs or {}),
+        family=family,
+        preset=preset,
     )
 
 
 class WideTaskGenerator:
-    """Draws wide tasks from one world; ``task(i)`` is a pure function of (world, seed, i)."""
+    """Draws wide tasks from one world; ``task(i)`` is a pure function of (world, seed, knobs, i).
+    Each draw picks a family of ``knobs.families`` (:mod:`fictionworld.tasks.families`), then
+    the columns, then the question from the grammar; a question that does not read back as
+    exactly its query (:func:`~fictionworld.tasks.grammar.parse_question`) is never kept."""
 
     def __init__(self, world, *, seed: int = 0, knobs: TaskKnobs | None = None):
         self.world = world
         self.seed = int(seed)
         self.knobs = knobs or TaskKnobs()
         self.g = GraphIndex(world)
+        self.rejected: dict[str, int] = {}  # why draws were dropped: reason -> count
 
     # -- discoverable groups ---------------------------------------------------------------
     @cached_property
@@ -190,131 +183,145 @@ class WideTaskGenerator:
             if not len(years):
                 continue
             for width in (1, 3, 5, 10, 20):
-                for lo in range(int(years.min()), int(years.max()) + 1, width):
+                for lo in range(int(years.min()) - int(years.min()) % min(width, 10), int(years.max()) + 1, width):
                     n = int(((years >= lo) & (years < lo + width)).sum())
                     if n:
                         out.append((t, Condition(attribute=attr, lo=lo, hi=lo + width - 1), n))
         return out
 
+    @cached_property
+    def temporal_groups(self) -> list[tuple[str, Condition, int]]:
+        """Directory groupings over a dated membership (players of a team, alumni)."""
+        return [a for a in self.anchors if a[1].path and a[1].path[0].predicate in TEMPORAL_CLAUSES]
+
+    @cached_property
+    def via_paths(self):
+        types = [t for t in ENTITY_TYPES if (self.world.entities.type_code == TYPE_CODE[t]).any()]
+        return via_paths(types)
+
+    @staticmethod
+    def anchor_kind(a) -> tuple:
+        c = a[1]
+        return (a[0], c.path, c.attribute, None if c.lo is None else c.hi - c.lo)
+
+    def named_ok(self, c: Condition) -> bool:
+        """Whether every entity ``c`` names has a name (and alias) nothing else has, so the
+        name alone finds it and its directory pages."""
+        if c.any_of:
+            return all(self.named_ok(x) for x in c.any_of)
+        if c.attribute is not None or c.equals is None:
+            return True
+        return self._unique_name(self.world.row(c.equals))
+
+    def _unique_name(self, row: int) -> bool:
+        owners = self.g._name_owners()
+        return len(owners.get(fold_key(self.world.entities.name[row]), ())) == 1
+
+    def count_names_ok(self, rows: np.ndarray) -> bool:
+        """Counts are read off each row's directory, found by the row's name: no namesakes."""
+        return all(self._unique_name(int(x)) for x in rows.tolist())
+
     def columns_for(self, row_type: str) -> list[Column]:
-        """Every candidate column of a type, up to ``hops`` relation hops."""
-        out: list[Column] = []
-        frontier: list[tuple[tuple[Hop, ...], str]] = [((), row_type)]
-        for depth in range(self.knobs.hops + 1):
-            nxt = []
-            for path, t in frontier:
-                if path:
-                    out.append(Column(header="", path=path))
-                for a in ENTITY_TYPES[t].attributes:
-                    if a.name not in _SKIP_COLUMNS and (not path or a.dtype != DType.URL):
-                        out.append(Column(header="", path=path, attribute=a.name))
-                if depth == self.knobs.hops:
-                    continue
-                for hop in _COLUMN_HOPS:
-                    try:
-                        t2 = type_of_path(t, (hop,))
-                    except ValueError:
-                        continue
-                    if any(h.predicate == hop.predicate for h in path) and hop.predicate != "located_in":
-                        continue
-                    nxt.append(((*path, hop), t2))
-            frontier = nxt
-        return out
+        """Every candidate value column of a type, up to ``hops`` relation hops."""
+        return candidate_columns(row_type, self.knobs.hops)
 
     # -- one task ------------------------------------------------------------------------
     def task(self, i: int, *, attempts: int = 60) -> Task | None:
         r = make_rng(self.seed, f"tasks:wide:{i}")
+        fams = self.knobs.families
         for _ in range(attempts):
-            t = self._try(r, i)
+            fam = fams[int(r.integers(len(fams)))]
+            draw = BUILDERS[fam](self, r)
+            if draw is None:
+                self._reject(f"{fam}: no row set in range")
+                continue
+            t = self._finish(r, i, fam, draw)
             if t is not None:
                 return t
         return None
 
-    def _try(self, r, i: int) -> Task | None:
+    def _reject(self, why: str) -> None:
+        self.rejected[why] = self.rejected.get(why, 0) + 1
+
+    def _finish(self, r, i: int, family: str, d: Draw) -> Task | None:
         k, w = self.knobs, self.world
-        target = int(round(math.exp(r.uniform(math.log(k.rows_min), math.log(k.rows_max + 1)))))
-        target = min(max(target, k.rows_min), k.rows_max)
-        want_lo = max(k.rows_min, target) / k.selectivity
-        cands = [a for a in self.anchors if want_lo * 0.6 <= a[2] <= min(target / k.selectivity * 1.6, 10 * k.rows_max)]
-        if not cands:
-            cands = [a for a in self.anchors if k.rows_min <= a[2] <= k.rows_max / k.selectivity]
-        if not cands:
-            return None
-        row_type, anchor, size = cands[int(r.integers(len(cands)))]
-        conds = [anchor]
-        rows = self.g.select(Query(type=row_type, conditions=tuple(conds), columns=()))
-        if k.selectivity < 1.0:
-            f = self._filter(r, row_type, rows, max(k.rows_min, int(round(len(rows) * k.selectivity))))
-            if f is None:
-                return None
-            conds.append(f)
-            rows = self.g.select(Query(type=row_type, conditions=tuple(conds), columns=()))
-        if not (k.rows_min <= len(rows) <= k.rows_max):
-            return None
+        row_type, conds, rows = d.row_type, d.conds, d.rows
+        hi = k.columns_max or k.columns
+        n_cols = int(r.integers(k.columns, hi + 1))
+        extra = [c for c in d.extra if c != "rank"]
+        ranked = "rank" in d.extra
         used = {c.path for c in conds if c.attribute is None} | {(c.attribute,) for c in conds if not c.path}
         pool = []
         for c in self.columns_for(row_type):
             if c.path in used and c.attribute is None or (not c.path and (c.attribute,) in used):
                 continue
-            cells = self.g.column(rows, c)
-            if all(x is not None for x in cells):
+            if all(x is not None for x in self.g.column(rows, c)):
                 pool.append(c)
-        if len(pool) < k.columns - 1:
+        fixed: list[Column] = []
+        if ranked:
+            o = d.order
+            fixed.append(Column(header="Rank", aggregate="rank", format="int"))
+            fixed.append(Column(header="", path=o.path, attribute=o.attribute))
+            pool = [c for c in pool if (c.path, c.attribute) != (o.path, o.attribute)]
+        fixed += extra
+        free = max(0, n_cols - 1 - len(fixed))
+        if len(pool) < free:
+            self._reject(f"{family}: too few full columns")
             return None
-        # Own attributes weigh most, then one hop, then longer paths; at least one column
-        # reaches ``hops`` deep when the pool has one.
         weight = np.array([(4.0, 2.0, 1.0, 1.0, 1.0)[len(c.path)] for c in pool])
-        order = r.choice(len(pool), size=k.columns - 1, replace=False, p=weight / weight.sum())
-        pick = [pool[j] for j in order.tolist()]
-        if k.hops >= 2 and not any(len(c.path) >= 2 for c in pick):
+        order = r.choice(len(pool), size=free, replace=False, p=weight / weight.sum()) if free else []
+        pick = [pool[j] for j in list(order)]
+        if k.hops >= 2 and pick and not any(len(c.path) >= 2 for c in pick):
             deep = [c for c in pool if len(c.path) >= 2]
-            if deep and pick:
+            if deep:
                 pick[-1] = deep[int(r.integers(len(deep)))]
-        key = Column(header=KEY_HEADER.get(row_type, row_type.replace("_", " ").title()))
-        cols = [key]
-        for c in pick:
-            fmt = _format(row_type, c.path, c.attribute, r)
-            c = c.model_copy(update={"format": fmt})
-            cols.append(c.model_copy(update={"header": header(row_type, c)}))
+        cols = [Column(header=key_header(row_type))]
+        for c in [*fixed, *pick]:
+            if c.aggregate is None:
+                c = c.model_copy(update={"format": column_format(row_type, c, year=bool(r.random() < 0.3))})
+                c = c.model_copy(update={"header": header(row_type, c)})
+            cols.append(c)
         if len({norm_header(c.header) for c in cols}) < len(cols):
+            self._reject(f"{family}: two columns read alike")
             return None
         names = w.entities.name[rows]
         key_count = 1
         if len(set(names.tolist())) < len(rows):  # namesakes: the key needs a second column
             for j, c in enumerate(cols[1:], 1):
-                vals = [x.text for x in self.g.column(rows, c)]
+                if c.aggregate == "rank":
+                    continue
+                vals = [x.text for x in self.g.column(rows, c, d.order)]
                 if len(set(zip(names.tolist(), vals))) == len(rows):
                     cols.insert(1, cols.pop(j))
                     key_count = 2
                     break
             else:
+                self._reject(f"{family}: namesakes without a telling column")
                 return None
-        q = Query(type=row_type, conditions=tuple(conds), columns=tuple(cols))
-        mentioned = {c.equals: w.entity(c.equals).name for c in conds if c.attribute is None and c.equals}
-        what = " and ".join(clause(row_type, c, mentioned) for c in conds)
-        headers = [c.header for c in cols]
-        question = (
-            f"Find every one of the {PLURAL[row_type]} {what}. For each of them give: "
-            + ", ".join(h.lower() if j else h.lower() + " (the name)" for j, h in enumerate(headers))
-            + f". {_instructions(cols)}Answer with one Markdown table, one row per "
-            f"{row_type.replace('_', ' ')}, with exactly these columns in this order:\n"
-            "| " + " | ".join(headers) + " |"
-        )
+        q = Query(type=row_type, conditions=tuple(conds), columns=tuple(cols), order=d.order)
+        mentioned = _names(w, conds)
+        question = render_wide(q, mentioned, r)
+        if not _reads_back(question, q, mentioned):
+            self._reject(f"{family}: question does not read back as its query")
+            return None
         diff = {
             "rows": float(len(rows)),
             "columns": float(len(cols)),
-            "hops": float(max([len(c.path) for c in cols] + [len(c.path) for c in conds])),
-            "selectivity": len(rows) / size,
+            "cells": float(len(rows) * len(cols)),
+            "hops": float(max([len(c.path) for c in cols] + [_depth(c) for c in conds])),
+            "selectivity": len(rows) / max(d.size, len(rows)),
+            "conditions": float(len(conds) + sum(max(0, len(c.any_of) - 1) for c in conds)),
         }
         iid = f"fw-{w.world_hash[:8]}-wide-{self.seed}-{i:05d}"
-        return build_task(
-            w, self.g, q, instance_id=iid, kind="wide", question=question, key_count=key_count, rng=r, knobs=diff
-        )
+        return build_task(w, self.g, q, instance_id=iid, kind="wide", question=question, key_count=key_count, rng=r,
+                          knobs=diff, family=family, preset=k.preset)  # fmt: skip
 
-    def _filter(self, r, row_type: str, rows: np.ndarray, want: int) -> Condition | None:
+    def filter(self, r, row_type: str, rows: np.ndarray, want: int, avoid=()) -> Condition | None:
         """A condition keeping about ``want`` of ``rows``: an attribute range of the rows or of
         an entity on a path (born in a city of 1–2 million people), or a path to one entity."""
-        cols = [c for c in self.columns_for(row_type) if c.attribute is not None or c.path]
+        taken = {(c.path, c.attribute) for c in avoid}
+        cols = [c for c in self.columns_for(row_type) if (c.attribute is not None or c.path)
+                and (c.path, c.attribute) not in taken]  # fmt: skip
         r.shuffle(cols)
         for c in cols[:12]:
             cells = self.g.column(rows, c)
@@ -327,7 +334,10 @@ class WideTaskGenerator:
                 best = int(np.argmin(np.abs(counts - want)))
                 if counts[best] < 1 or counts[best] == len(rows):
                     continue
-                return Condition(path=c.path, equals=str(uniq[best]))
+                cond = Condition(path=c.path, equals=str(uniq[best]))
+                if not self.named_ok(cond):
+                    continue
+                return cond
             dtype = ENTITY_TYPES[type_of_path(row_type, c.path)].attribute(c.attribute).dtype
             if dtype == DType.DATE:
                 ys = np.sort([v.year for v in vals])
@@ -340,6 +350,51 @@ class WideTaskGenerator:
                 lo, hi = _round_down(xs[j]), _round_up(xs[min(len(xs) - 1, j + want - 1)])
                 return Condition(path=c.path, attribute=c.attribute, lo=lo, hi=hi)
         return None
+
+    # kept for callers of the old name
+    _filter = filter
+
+
+def _depth(c: Condition) -> int:
+    return max((_depth(x) for x in c.any_of), default=0) if c.any_of else len(c.path)
+
+
+def _names(world, conds) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in conds:
+        if c.any_of:
+            out |= _names(world, c.any_of)
+        elif c.attribute is None and c.equals:
+            out[c.equals] = world.entity(c.equals).name
+    return out
+
+
+def _named(c: Condition, names: dict[str, str]) -> Condition:
+    """``c`` with entity ids replaced by names (how a reader of the question knows them)."""
+    if c.any_of:
+        return c.model_copy(update={"any_of": tuple(_named(x, names) for x in c.any_of)})
+    if c.attribute is None and c.equals is not None:
+        return c.model_copy(update={"equals": names[c.equals]})
+    return c
+
+
+def _canon(q: Query) -> str:
+    def num(c: Condition) -> Condition:
+        if c.any_of:
+            return c.model_copy(update={"any_of": tuple(num(x) for x in c.any_of)})
+        upd = {k: float(v) for k, v in (("lo", c.lo), ("hi", c.hi)) if v is not None}
+        return c.model_copy(update=upd)
+
+    return q.model_copy(update={"conditions": tuple(num(c) for c in q.conditions)}).model_dump_json()
+
+
+def _reads_back(question: str, q: Query, names: dict[str, str]) -> bool:
+    """Whether the question has exactly one reading, and it is ``q`` (names for ids)."""
+    readings = parse_question(question)
+    if len(readings) != 1:
+        return False
+    want = q.model_copy(update={"conditions": tuple(_named(c, names) for c in q.conditions)})
+    return _canon(readings[0].query) == _canon(want)
 
 
 def _sig(v: float) -> float:

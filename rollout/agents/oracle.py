@@ -42,17 +42,25 @@ class OracleAgent(ToolAgent):
         self.pages: dict[str, str] = {}
         self.linked: set[str] = set()  # URLs seen in results or links: reachable without a new search
         self.unread: list[str] = []
-        formats = {}
-        if task.graph_query is not None:
-            formats = {norm_header(c.header): c.format for c in task.graph_query.columns}
-        rows = []
+        formats, aggregates = {}, {}
+        q = task.graph_query
+        if q is not None:
+            formats = {norm_header(c.header): c.format for c in q.columns}
+            aggregates = {norm_header(c.header): c.aggregate for c in q.columns if c.aggregate}
+        rows, ranked = [], []
         for prov in task.provenance:
             row, ok = [], True
             for clue in sorted(k for k in prov.facts if k.startswith("clue:")):
                 ok &= (yield from self._read_chain(prov.entity, prov.facts[clue], "text")) is not None
             for col in task.gold.columns:
                 chain = prov.facts.get(col) or []
-                if chain:
+                if aggregates.get(col) == "count":
+                    value = yield from self._count(prov.entity, chain)
+                elif aggregates.get(col) == "rank":
+                    key = yield from self._read_chain(prov.entity, chain, "float")
+                    ranked.append((len(rows), len(row), key))
+                    value = ""
+                elif chain:
                     value = yield from self._read_chain(prov.entity, chain, formats.get(col, "text"))
                 else:
                     value = yield from self._name_of(prov.entities.get(col) or prov.entity)
@@ -60,6 +68,12 @@ class OracleAgent(ToolAgent):
                     self.unread.append(f"{prov.entity}/{col}")
                 row.append(value or "")
             rows.append(row if ok else ["" for _ in row])
+        if ranked and q is not None and q.order is not None:  # ranks: the values read, sorted as asked
+            known = sorted(
+                (r for r in ranked if r[2] is not None), key=lambda r: float(r[2]), reverse=q.order.descending
+            )
+            for n, (i, j, _) in enumerate(known, 1):
+                rows[i][j] = str(n)
         headers = task.headers or task.gold.columns
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
@@ -84,6 +98,19 @@ class OracleAgent(ToolAgent):
             if len(urls) < 10:
                 break
         return None
+
+    def _count(self, eid: str, fact_ids: list[int]):
+        """How many entities the counted facts relate to ``eid``, each confirmed on its own
+        article (the fact's subject links the row's entity there)."""
+        seen = set()
+        url = self.web.article_url_of(eid)
+        for fid in fact_ids:
+            f: Fact = self.world.fact(fid)
+            other = f.subject if f.object == eid else f.object
+            text = yield from self._reach(other)
+            if text is not None and url in {u for _, u in read_links(text)}:
+                seen.add(other)
+        return str(len(seen))
 
     def _name_of(self, eid: str):
         text = yield from self._reach(eid)
