@@ -136,7 +136,7 @@ _BUILTINS: tuple[tuple[str, Kind, str, tuple[str, ...], str, dict], ...] = (
     ("fictionworld/Search-v0", "env", "fictionworld.env.env:SearchEnv.from_config", ("search",),
      "search/open/answer tools over a world's web; strict reward", {}),
     ("fictionworld/AgentWorldSearch-v0", "env", "fictionworld.env.env:SearchEnv.from_config", ("agentworld",),
-     "Qwen-AgentWorld's web_search/web_extractor tools plus answer", {"tools": "agentworld"}),
+     "Qwen-AgentWorld's web_search/web_extractor/dict_memory tools plus answer", {"tools": "agentworld"}),
     ("fictionworld/WideTable-v0", "task", "fictionworld.tasks.wide:WideTaskGenerator", ("wide",),
      "WideSearch-style tables from graph queries", {}),
     ("fictionworld/DeepQA-v0", "task", "fictionworld.tasks.deep:DeepTaskGenerator", ("deep",),

@@ -35,7 +35,8 @@ def test_reset_gives_system_prompt_and_task(env, tasks):
     for name in ("search(", "open(", "web_search(", "web_extractor(", "answer("):
         assert name in messages[0]["content"]
     assert "```markdown" in messages[0]["content"]
-    assert {t["function"]["name"] for t in info["tools"]} == {"search", "open", "web_search", "web_extractor", "answer"}
+    assert {t["function"]["name"] for t in info["tools"]} == {"search", "open", "web_search", "web_extractor",
+                                                              "dict_memory", "answer"}  # fmt: skip
 
 
 def test_tool_schemas_are_openai_functions():

@@ -157,7 +157,7 @@ def test_an_actor_call_failure_is_recorded_in_words():
 
 
 # -- every setting checked in the driver, before any actor -----------------------------------------
-ENV_TYPO = "env setting 'max_turn': unknown env setting; valid env settings: knobs, max_arg_chars"
+ENV_TYPO = "env setting 'max_turn': unknown env setting; valid env settings: keep_observations, knobs, max_arg_chars"
 
 
 def test_an_env_config_typo_stops_run_rollouts_before_any_actor(saved_world, tasks, tmp_path, no_actors):

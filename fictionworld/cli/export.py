@@ -21,7 +21,7 @@ from fictionworld.cli.common import KnobOption, check_output, err, fail, out, pa
 __all__ = ["register", "TARGETS"]
 
 TARGETS = ("verl", "trl", "episodes")
-TOOL_SETS = ("basic", "agentworld", "all")
+TOOL_SETS = ("basic", "agentworld", "memory", "all")
 
 
 class _ExportGroup(TyperGroup):
@@ -86,7 +86,7 @@ def verl(
     val_fraction: ValOpt = 0.1,
     seed: SeedOpt = 0,
     knob: KnobOption = None,
-    tools: Annotated[str, typer.Option(help="Tool set: basic (search/open/answer), agentworld or all.")] = "basic",
+    tools: Annotated[str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, memory (basic + dict_memory) or all.")] = "basic",
     model: Annotated[str, typer.Option(help="Model path or hub id the launch script trains.")] = "",
 ) -> None:
     """verl: train/val Parquet, tools.yaml, agent_loop.yaml and a GRPO launch script (train.sh)."""

@@ -6,22 +6,33 @@
 
 Actions are tool calls in any of the forms :func:`fictionworld.env.tools.parse_action` reads;
 observations are the new messages (``tool`` messages for native calls, ``user`` messages for
-text-tag calls). The episode ends on ``answer`` (scored with the strict scorer: reward from
-:class:`RewardConfig`), or is truncated by the turn, context or time budget (scored on the last
-text the agent wrote, else 0). ``step`` never raises on an action: a malformed one, or one
+text-tag calls). ``dict_memory`` (in the ``memory``, ``agentworld`` and ``all`` tool sets) is a
+key-value working memory kept for the episode. The episode ends on ``answer`` (scored with the
+strict scorer: reward from :class:`RewardConfig`), or is truncated by the turn, context or time
+budget (scored on the last text the agent wrote, else 0). ``step`` never raises on an action: a malformed one, or one
 after the episode is over, comes back as an ``Error: …`` observation.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fictionworld.env.prompts import system_prompt
-from fictionworld.env.tools import TOOL_SETS, ToolCall, arg_limit, parse_action, short_repr, to_json, tool_schemas
+from fictionworld.env.tools import (
+    TOOL_SETS,
+    DictMemory,
+    ToolCall,
+    arg_limit,
+    parse_action,
+    short_repr,
+    to_json,
+    tool_schemas,
+)
 from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
 from fictionworld.seeding import mix64_int
@@ -29,24 +40,45 @@ from fictionworld.web import ToolStatus
 from fictionworld.web.text import valid_text
 from fictionworld.worldmodel.config import TEMPLATE, WorldModelConfig, with_world_model
 
-__all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER"]
+__all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER", "ELIDED_OBSERVATION"]
 
 EPISODE_OVER = "Error: the episode is over; call reset() to start the next one."
+# What an agent harness shows in place of a tool output older than its last ``keep_observations``.
+ELIDED_OBSERVATION = "[older tool output elided; use dict_memory to keep what you need]"
 
 
 class EnvConfig(BaseModel):
     """Budgets, tools and difficulty of episodes. ``knobs`` (or ``schedule`` at the step given to
-    :meth:`SearchEnv.reset`) override the world's default knobs."""
+    :meth:`SearchEnv.reset`) override the world's default knobs.
+
+    The episode is truncated ("context budget") once the conversation's characters exceed
+    ``max_context_chars``. ``keep_observations=k`` models an agent harness that shows the model
+    only its last ``k`` tool outputs (observations) and a short placeholder
+    (:data:`ELIDED_OBSERVATION`) for each older one: the budget then counts every other message
+    (system, task, the agent's own messages and call arguments) whole, the last ``k``
+    observations whole, and older observations as the placeholder. The agent must keep what it
+    needs from old pages in ``dict_memory``. None (the default) counts everything.
+
+    ``memory_*`` cap the ``dict_memory`` store: keys held, characters of one key, of one value,
+    and of all keys and values together. A call over a cap is refused with an error and
+    changes nothing. A ``dict_memory`` call's JSON arguments may be 6 × (key cap + value cap) +
+    200 characters long (a key and a value at their caps with every character escaped as
+    ``\\uXXXX``), or ``max_arg_chars`` where that is more."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tools: Literal["basic", "agentworld", "all"] = "basic"
+    tools: Literal["basic", "agentworld", "memory", "all"] = "basic"
     text_tags: bool = False  # describe <search>/<answer> tags instead of native function calls
     max_turns: int = Field(30, ge=1)
     max_context_chars: int = Field(400_000, ge=1_000)  # ≈ 100k tokens
     max_observation_chars: int = Field(20_000, ge=200)
     max_arg_chars: int = Field(2_000, ge=10)
     max_calls_per_turn: int = Field(5, ge=1)
+    keep_observations: int | None = Field(None, ge=1)  # count only the last k tool outputs whole (see above)
+    memory_max_keys: int = Field(5_000, ge=1)
+    memory_max_key_chars: int = Field(200, ge=1)
+    memory_max_value_chars: int = Field(4_000, ge=1)
+    memory_max_total_chars: int = Field(1_000_000, ge=1)
     time_budget_s: float | None = Field(None, gt=0)
     knobs: Knobs | None = None
     schedule: Schedule | None = None
@@ -88,7 +120,18 @@ class SearchEnv:
         self.tool_names = names
         self.tools = tool_schemas(self.config.tools)
         self._allowed = tuple(dict.fromkeys(names + (("search", "open", "answer") if self.config.text_tags else ())))
-        self._system = system_prompt(names, text_tags=self.config.text_tags)
+        self._system = system_prompt(names, text_tags=self.config.text_tags,
+                                     keep_observations=self.config.keep_observations)  # fmt: skip
+        c = self.config
+        self.memory = DictMemory(c.memory_max_keys, c.memory_max_key_chars, c.memory_max_value_chars,
+                                 c.memory_max_total_chars)  # fmt: skip
+        # dict_memory's arguments must fit a key and a value at their caps, even with every
+        # character JSON-escaped (\uXXXX).
+        self._arg_limits = {"dict_memory": max(arg_limit("dict_memory", c.max_arg_chars),
+                                               6 * (c.memory_max_key_chars + c.memory_max_value_chars) + 200)}  # fmt: skip
+        self._other_chars = 0  # the context budget's count of every message but tool outputs
+        self._obs_chars: deque[int] = deque()  # the characters of each tool output counted whole
+        self._obs_counted = 0  # their sum, plus a placeholder for each older tool output
         self.task = None
         self.done = True
         self.turn, self.reason, self.reward = 0, "", 0.0
@@ -136,7 +179,10 @@ class SearchEnv:
         ]
         self.steps: list[StepRecord] = []
         self.turn = 0
-        self.context_chars = sum(len(m["content"]) for m in self.messages)
+        self._other_chars = sum(len(m["content"]) for m in self.messages)
+        self._obs_chars.clear()
+        self._obs_counted = 0
+        self.memory.clear()
         self.started = time.perf_counter()
         self.web_seconds = 0.0
         self.answer: str | None = None
@@ -153,7 +199,8 @@ class SearchEnv:
             return self._over()
         c = self.config
         self.turn += 1
-        message, calls = parse_action(action, allowed=self._allowed, max_arg_chars=c.max_arg_chars, turn=self.turn)
+        message, calls = parse_action(action, allowed=self._allowed, max_arg_chars=c.max_arg_chars, turn=self.turn,
+                                      arg_limits=self._arg_limits)  # fmt: skip
         self._append(message)
         native = "tool_calls" in message
         first_step = len(self.steps)
@@ -180,7 +227,7 @@ class SearchEnv:
             elif self.turn == c.max_turns - 1 and obs:
                 note = "\n\n[Note: one turn left. Give your final answer now.]"
                 obs[-1]["content"] += note  # the same dict as the last message
-                self.context_chars += len(note)
+                self._count_observation(len(note), more=True)
         else:
             self.reason = "answer"
         r = 0.0
@@ -232,16 +279,37 @@ class SearchEnv:
         n = len(message.get("content") or "")
         for tc in message.get("tool_calls") or ():
             n += len(tc["function"]["arguments"]) + len(tc["function"]["name"])
-        self.context_chars += n
+        self._other_chars += n
+
+    @property
+    def context_chars(self) -> int:
+        """The characters the context budget counts now (see :class:`EnvConfig`)."""
+        return self._other_chars + self._obs_counted
+
+    def _count_observation(self, n: int, *, more: bool = False) -> None:
+        """Counts a new tool output of ``n`` characters (``more``: ``n`` more of the last one);
+        with ``keep_observations``, the one that leaves the last k counts as the placeholder."""
+        self._obs_counted += n
+        if more and self._obs_chars:
+            self._obs_chars[-1] += n
+            return
+        self._obs_chars.append(n)
+        k = self.config.keep_observations
+        if k is not None and len(self._obs_chars) > k:
+            self._obs_counted -= self._obs_chars.popleft() - len(ELIDED_OBSERVATION)
 
     def _run(self, call: ToolCall) -> str:
         t0 = time.perf_counter()
         status: ToolStatus = "error"
-        fault = None
+        fault, error = None, call.error
         if call.error is not None:
             text = f"Error: {call.error}."
         elif call.name == "answer":
             text, status = "", "ok"
+        elif call.name == "dict_memory":
+            text, ok = self.memory.run(call.arguments, max_chars=self.config.max_observation_chars)
+            status = "ok" if ok else "error"
+            error = None if ok else text.removeprefix("Error: ").rstrip(".")
         elif call.name in ("search", "web_search"):
             queries = [call.arguments["query"]] if call.name == "search" else call.arguments["queries"]
             page = call.arguments.get("page", 1) if call.name == "search" else 1  # web_search has no pages
@@ -263,14 +331,14 @@ class SearchEnv:
             text = text[:limit] + f"\n\n[… cut at {limit:,} characters]"
         args = _record_arguments(call.arguments)
         self.steps.append(StepRecord(turn=self.turn, tool=call.name, arguments=args, status=status, ok=status == "ok",
-                                     error=call.error, fault=fault, seconds=dt, chars=len(text)))  # fmt: skip
+                                     error=error, fault=fault, seconds=dt, chars=len(text)))  # fmt: skip
         return text
 
     def _observation(self, call: ToolCall, text: str, native: bool) -> dict:
         m = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text} if native else {
             "role": "user", "content": text}  # fmt: skip
         self.messages.append(m)
-        self.context_chars += len(text)
+        self._count_observation(len(text))
         return m
 
     def _finish(self) -> float:

@@ -18,8 +18,15 @@ _TOOLS = {
     "open": "open(url): the page at a URL, as Markdown.",
     "web_search": 'web_search({"queries": [...]}): results for up to 5 queries at once.',
     "web_extractor": 'web_extractor({"url": ...}): the content of a page, as Markdown.',
+    "dict_memory": 'dict_memory({"action": ..., "key": ..., "value": ...}): your working memory for this task, '
+    "kept across turns. Actions: add (a new key), update (an existing key), retrieve (one key), retrieve_all "
+    "(everything, a page at a time: offset=N reads on), remove (one key), remove_all. Store the rows and facts "
+    "you find as you go, and read them back before you answer.",
     "answer": "answer(text): your final answer; it ends the task.",
 }
+
+_MEMORY_TAG = """dict_memory has no tag of its own: call it as JSON, e.g.
+<tool_call>{"name": "dict_memory", "arguments": {"action": "add", "key": "...", "value": "..."}}</tool_call>"""
 
 _FORMAT = """When you have everything, give the final answer in the format the task asks for: a
 Markdown table inside a ```markdown code block, with exactly the requested columns in the
@@ -38,13 +45,19 @@ _REPLY_IS_ANSWER = "A reply with no tool call is taken as your final answer."
 _CALL_ANSWER = "Always end by calling answer: a reply with no tool call ends the task with no answer."
 
 
-def system_prompt(tools: tuple[str, ...], *, text_tags: bool = False, reply_is_answer: bool = True) -> str:
+def system_prompt(tools: tuple[str, ...], *, text_tags: bool = False, reply_is_answer: bool = True,
+                  keep_observations: int | None = None) -> str:  # fmt: skip
     """The system prompt for ``tools``. ``reply_is_answer=False`` is the trainers' rule (their
     loops end a rollout on a reply without a tool call, unseen by the env): only ``answer``
-    gives the answer."""
+    gives the answer. ``keep_observations=k`` says that only the last ``k`` tool outputs stay
+    in view (the env's setting of that name)."""
     lines = [_INTRO, "", "Tools:"] + [f"- {_TOOLS[t]}" for t in tools] + ["", _FORMAT]
+    if keep_observations is not None:
+        keep = "" if "dict_memory" not in tools else " Keep what you will need in dict_memory."
+        outputs = "tool output stays" if keep_observations == 1 else f"{keep_observations} tool outputs stay"
+        lines += ["", f"Only your last {outputs} in view; older ones are replaced by a placeholder.{keep}"]
     if text_tags:
-        lines += ["", _TAGS]
+        lines += ["", _TAGS] + (["", _MEMORY_TAG] if "dict_memory" in tools else [])
     else:
         lines += ["", f"Call the tools as functions. {_REPLY_IS_ANSWER}"]
     text = "\n".join(lines)
