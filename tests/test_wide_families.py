@@ -13,7 +13,7 @@ from fictionworld.schema import PREDICATE_CODE
 from fictionworld.tasks import TaskKnobs
 from fictionworld.tasks.families import WIDE_FAMILIES
 from fictionworld.tasks.generate import generate_tasks, recompute
-from fictionworld.tasks.grammar import parse_question
+from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.presets import ENV_BUDGETS, PRESETS, WORLD_ENTITIES, preset_knobs
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Hop, Order, Query
 from fictionworld.tasks.stats import AnswerPages, task_stats

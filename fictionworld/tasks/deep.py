@@ -16,8 +16,9 @@ from fictionworld.seeding import rng as make_rng
 from fictionworld.tables import TYPE_CODE
 from fictionworld.tasks.clauses import nice_range, year_range
 from fictionworld.tasks.families import discoverable
-from fictionworld.tasks.grammar import parse_question, render_deep
+from fictionworld.tasks.grammar import render_deep
 from fictionworld.tasks.model import Task
+from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Query, type_of_path
 from fictionworld.tasks.wide import TaskKnobs, WideTaskGenerator, _canon, build_task
 from fictionworld.web.phrasing import LIST_BY_ATTRIBUTE, LIST_BY_YEAR

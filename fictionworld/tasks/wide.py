@@ -22,8 +22,9 @@ from fictionworld.seeding import rng as make_rng
 from fictionworld.tables import TYPE_CODE
 from fictionworld.tasks.clauses import header
 from fictionworld.tasks.families import BUILDERS, WIDE_FAMILIES, Draw, via_paths
-from fictionworld.tasks.grammar import candidate_columns, column_format, key_header, parse_question, render_wide
+from fictionworld.tasks.grammar import candidate_columns, column_format, key_header, render_wide
 from fictionworld.tasks.model import ColumnEval, Evaluation, GoldTable, RowProvenance, Task, norm_header
+from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.phrasing import ATTR_NOUN, TEMPORAL_CLAUSES
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Hop, Query, evaluate, type_of_path
 from fictionworld.web.phrasing import LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR

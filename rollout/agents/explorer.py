@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable
 
 from fictionworld.tasks.families import discoverable
-from fictionworld.tasks.grammar import Parsed, parse_question
+from fictionworld.tasks.parse import Parsed, parse_question
 from fictionworld.tasks.query import Column, Condition, Hop, type_of_path
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 from fictionworld.web.reader import Article, read_article, read_directory
