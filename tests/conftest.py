@@ -30,6 +30,20 @@ def saved_world(world, tmp_path_factory) -> Path:
 REQUIRE_EXTRAS = "FICTIONWORLD_REQUIRE_EXTRAS"  # .ci/run sets it: the [test] extra installs verl, trl, torch
 
 
+@pytest.fixture(scope="session")
+def small_world() -> fw.World:
+    """A 50-entity world (seed 5): enough for one wide task, fast to build."""
+    return fw.generate(seed=5, entities=50)
+
+
+@pytest.fixture(scope="session")
+def task(small_world):
+    """One wide task of ``small_world``."""
+    from fictionworld.tasks.generate import generate_tasks
+
+    return generate_tasks(small_world, 1, kind="wide", seed=0)[0]
+
+
 def require(module: str):
     """The optional package ``module`` a test file needs: skipped without it on a machine that
     installed only the core, but an import error where ``FICTIONWORLD_REQUIRE_EXTRAS=1`` (CI,

@@ -80,16 +80,12 @@ def test_a_page_holding_the_whole_answer_is_found(world, by_seed):
     one = e.model_copy(
         update={"provenance": [row.model_copy(update={"facts": {"x": [f for f in _own_facts(world, row.entity)][:3]}})]}
     )
-    assert pages_url(world, row.entity) in AnswerPages(world.web).holding(one)
+    assert world.web.article_url_of(row.entity) in AnswerPages(world.web).holding(one)
 
 
 def _own_facts(world, eid):
     f = world.facts
     return f.id[f.subject == world.row(eid)].tolist()
-
-
-def pages_url(world, eid):
-    return world.web.article_url_of(eid)
 
 
 def test_families_and_paraphrases_vary(world):

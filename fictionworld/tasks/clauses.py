@@ -1,14 +1,15 @@
-"""Natural language for queries: conditions as clauses, columns as headers, blurred ranges."""
+"""Natural language for queries: columns as headers, ranges in words, blurred ranges (the clauses
+themselves, with their paraphrases: :mod:`fictionworld.tasks.grammar`)."""
 
 from __future__ import annotations
 
 import math
 
 from fictionworld.schema import DType
-from fictionworld.tasks.phrasing import ATTR_NOUN, CATEGORY_CLAUSE, DATE_VERB, HOP_CLAUSE, HOP_NOUN, SOMEONE
-from fictionworld.tasks.query import Column, Condition, Hop, attribute_dtype, type_of_path
+from fictionworld.tasks.phrasing import ATTR_NOUN, DATE_VERB, HOP_NOUN
+from fictionworld.tasks.query import Column, attribute_dtype, type_of_path
 
-__all__ = ["clause", "header", "nice_range", "year_range", "describe_range"]
+__all__ = ["header", "nice_range", "year_range", "describe_range"]
 
 _PLACE_WORDS = ("city", "region", "country")
 
@@ -47,32 +48,6 @@ def describe_range(attribute: str, lo: float | None, hi: float | None, variant: 
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def _terminal(c: Condition, names: dict[str, str]) -> str:
-    if c.attribute is None:
-        return names[c.equals]
-    if c.equals is not None:
-        return CATEGORY_CLAUSE.get(c.attribute, "whose " + ATTR_NOUN[c.attribute] + " is {}").format(c.equals)
-    return describe_range(c.attribute, c.lo, c.hi)
-
-
-def clause(row_type: str, c: Condition, names: dict[str, str]) -> str:
-    """A relative clause for ``c`` about an entity of ``row_type``; ``names`` maps the entity
-    ids a condition names to their names (deep clues never name one)."""
-
-    def walk(t: str, path: tuple[Hop, ...]) -> str:
-        if not path:
-            return _terminal(c, names)
-        hop, rest = path[0], path[1:]
-        nxt = type_of_path(t, (hop,))
-        if not rest and c.attribute is None:
-            inner = names[c.equals]
-        else:
-            inner = f"{SOMEONE[nxt]} {walk(nxt, rest)}"
-        return HOP_CLAUSE[(hop.predicate, hop.inverse)].format(inner)
-
-    return walk(row_type, c.path)
 
 
 def header(row_type: str, col: Column) -> str:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fictionworld.dates import years_of
+from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, DType
 from fictionworld.tasks.grammar import count_columns
 from fictionworld.tasks.phrasing import HOP_CLAUSES, TEMPORAL_CLAUSES
@@ -176,7 +176,7 @@ def family_temporal(gen: WideTaskGenerator, r) -> Draw | None:
         m = b == gen.world.row(cond.equals)
         f = gen.world.facts
         rows_f = np.searchsorted(f.id, ids[m])
-        if (f.start[rows_f] == np.iinfo(np.int32).min).any() or len(rows_f) == 0:
+        if len(rows_f) == 0 or (f.start[rows_f] == NA_DATE).any():  # an undated membership: no window
             return None
         starts = years_of(f.start[rows_f].astype(np.int64))
         lo = int(starts[int(r.integers(len(starts)))]) - int(r.integers(0, 6))

@@ -209,15 +209,9 @@ def parse_clause(t: str, text: str) -> list[Condition]:
     return list(dict.fromkeys(out))
 
 
-def _split_conditions(text: str) -> list[list[str]]:
-    """Ways to cut a conjunction of clauses into clauses (commas never occur inside one)."""
-    parts = re.split(r", (?:and (?:also )?)?", text)
-    return [parts]
-
-
 def _conjunction(t: str, text: str) -> list[tuple[Condition, ...]]:
     out: list[tuple[Condition, ...]] = [()]
-    for chunk in _split_conditions(text)[0]:
+    for chunk in re.split(r", (?:and (?:also )?)?", text):  # commas never occur inside a clause
         options = parse_clause(t, chunk)
         out = [(*acc, c) for acc in out for c in options]
         if not out:

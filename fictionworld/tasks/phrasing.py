@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["PLURAL", "SOMEONE", "HOP_CLAUSE", "HOP_CLAUSES", "TEMPORAL_CLAUSES", "HOP_NOUN", "ATTR_NOUN", "DATE_VERB",
+__all__ = ["PLURAL", "SOMEONE", "HOP_CLAUSES", "TEMPORAL_CLAUSES", "HOP_NOUN", "ATTR_NOUN", "DATE_VERB",
            "CATEGORY_CLAUSE", "KEY_HEADER"]  # fmt: skip
 
 PLURAL = {
@@ -71,7 +71,6 @@ HOP_CLAUSES: dict[tuple[str, bool], tuple[str, ...]] = {
     ("starred_in", True): ("starring {}", "featuring {}"),
     ("participated_in", False): ("who took part in {}", "who participated in {}"),
 }
-HOP_CLAUSE = {k: v[0] for k, v in HOP_CLAUSES.items()}
 # Temporal relations with a dated span: predicate -> clauses with {} (the entity), {a}–{b} (years).
 TEMPORAL_CLAUSES: dict[str, tuple[str, ...]] = {
     "member_of": (

@@ -136,6 +136,10 @@ class GraphIndex:
         fold, owners = fold_key, self._name_owners()
         return [a for a in self.world.entities.aliases[row] if len(owners.get(fold(a), ())) == 1]
 
+    def unique_name(self, row: int) -> bool:
+        """Whether entity ``row``'s name names nothing else (no other name or alias folds to it)."""
+        return len(self._name_owners().get(fold_key(self.world.entities.name[row]), ())) == 1
+
     def _name_owners(self) -> dict[str, set[int]]:
         if self._owners is None:
             fold, e = fold_key, self.world.entities

@@ -16,7 +16,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fictionworld.dates import years_of
-from fictionworld.folding import fold_key
 from fictionworld.schema import ENTITY_TYPES, DType
 from fictionworld.seeding import rng as make_rng
 from fictionworld.tables import TYPE_CODE
@@ -212,15 +211,11 @@ class WideTaskGenerator:
             return all(self.named_ok(x) for x in c.any_of)
         if c.attribute is not None or c.equals is None:
             return True
-        return self._unique_name(self.world.row(c.equals))
-
-    def _unique_name(self, row: int) -> bool:
-        owners = self.g._name_owners()
-        return len(owners.get(fold_key(self.world.entities.name[row]), ())) == 1
+        return self.g.unique_name(self.world.row(c.equals))
 
     def count_names_ok(self, rows: np.ndarray) -> bool:
         """Counts are read off each row's directory, found by the row's name: no namesakes."""
-        return all(self._unique_name(int(x)) for x in rows.tolist())
+        return all(self.g.unique_name(int(x)) for x in rows.tolist())
 
     def columns_for(self, row_type: str) -> list[Column]:
         """Every candidate value column of a type, up to ``hops`` relation hops."""
@@ -351,9 +346,6 @@ class WideTaskGenerator:
                 lo, hi = _round_down(xs[j]), _round_up(xs[min(len(xs) - 1, j + want - 1)])
                 return Condition(path=c.path, attribute=c.attribute, lo=lo, hi=hi)
         return None
-
-    # kept for callers of the old name
-    _filter = filter
 
 
 def _depth(c: Condition) -> int:

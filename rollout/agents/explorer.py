@@ -288,10 +288,6 @@ def _sort_key(v) -> float:
     return float(v.toordinal()) if isinstance(v, dt.date) else float(v)
 
 
-def _year(d: dt.date | None) -> int | None:
-    return None if d is None else d.year
-
-
 def _overlaps(start: dt.date | None, end: dt.date | None, first: int, last: int) -> bool:
     return start is not None and start.year <= last and (end is None or end.year >= first)
 
