@@ -148,7 +148,7 @@ def test_cli_search_and_open(world, saved_world):
     assert [int(m.group(1)) for m in SERP.finditer(r.output)] == [1, 2, 3]
     r = runner.invoke(app, ["search", str(saved_world), "robotics company", "--k", "3", "--json"])
     data = json.loads(r.output)
-    assert len(data) == 3 and set(data[0]) == {"url", "title", "snippet", "date", "score"}
+    assert len(data) == 3 and set(data[0]) == {"url", "title", "snippet", "date", "score", "kind"}
     r = runner.invoke(app, ["open", str(saved_world), data[0]["url"], "--json"])
     assert r.exit_code == 0 and json.loads(r.output)["found"] is True
     r = runner.invoke(app, ["open", str(saved_world), data[0]["url"]])

@@ -96,6 +96,23 @@ def _agent_config(agent: str, config: str | None, llm: dict) -> dict:
     return llm | cfg
 
 
+def _response_model(directory: Path | None, model: str | None, agent: str) -> str:
+    """The model name of official response files (checked before anything runs)."""
+    from fictionworld.scoring.io import OFFICIAL_MODEL_NAME
+
+    if directory is None:
+        if model is not None:
+            fail("--response-model goes with --official-responses DIR")
+        return ""
+    check_output(directory, "--official-responses", directory=True)
+    name = agent if model is None else model
+    if not OFFICIAL_MODEL_NAME.fullmatch(name):
+        what = "--response-model" if model is not None else f"the agent name {agent!r}"
+        fail(f"{what} cannot start official response file names: use 1 to 128 letters, digits, '.', '_' or '-'"
+             + ("" if model is not None else " (give --response-model NAME)"))  # fmt: skip
+    return name
+
+
 def _keep_tasks(run_dir: Path, tasks: list) -> None:
     """Writes the run's tasks beside its episodes (``RUN/tasks.jsonl``, what ``score --responses
     RUN`` scores against): those of this invocation and of earlier ones on the same run, one per
@@ -160,8 +177,10 @@ def rollout(
     address: Annotated[str | None, typer.Option(help="Ray cluster address ('auto'); default: a local one.")] = None,
     tools: Annotated[
         str | None,
-        typer.Option(help="Tool set: basic (search/open/answer), agentworld, memory (basic + dict_memory), all "
-                     "(default: the agent's own, else basic)."),
+        typer.Option(
+            help="Tool set: basic (search/open/answer), agentworld, memory (basic + dict_memory), all "
+            "(default: the agent's own, else basic)."
+        ),
     ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Turn budget, >= 1 (default: the agent's).", min=1)] = None,
     max_context_chars: Annotated[
@@ -187,6 +206,17 @@ def rollout(
         int | None, typer.Option(help="openai agent: top-k, -1 (off) or >= 1 (SGLang extra_body).", callback=_top_k)
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    official_responses: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the official WideSearch evaluator's response files here "
+            "({model}_{instance_id}_{trial}_response.jsonl, trial from 0)."
+        ),
+    ] = None,
+    response_model: Annotated[
+        str | None,
+        typer.Option(help="The {model} of those file names (the evaluator's --model_config_name; default: the agent)."),
+    ] = None,
     world_model: WorldModelOption = "template",
     world_model_url: WorldModelUrlOption = None,
     world_model_name: WorldModelNameOption = None,
@@ -222,6 +252,7 @@ def rollout(
     if wm.kind != "template":
         env_config["world_model"] = wm.model_dump(mode="json")
     cfg = _agent_config(agent, agent_config, llm)
+    response_model = _response_model(official_responses, response_model, agent)
     try:
         tasks = read_tasks(tasks_path)[:limit]
     except TaskError as e:
@@ -242,6 +273,11 @@ def rollout(
     export_parquet(res.records, run_dir / "episodes.parquet")
     summary = res.summary(samples)
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
+    if official_responses is not None:
+        from fictionworld.scoring.io import write_official_responses
+
+        files = write_official_responses(run_dir, official_responses, response_model)
+        err.print(f"{len(files)} official response files → {official_responses}", highlight=False)
     if as_json:
         out.print_json(json.dumps({"new": res.new, "skipped": res.skipped, "restarts": res.restarts,
                                    "summary": summary.model_dump()}))  # fmt: skip

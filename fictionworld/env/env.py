@@ -37,6 +37,7 @@ from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
 from fictionworld.seeding import mix64_int
 from fictionworld.web import ToolStatus
+from fictionworld.web.pages import UNDATED_KINDS
 from fictionworld.web.text import valid_text
 from fictionworld.worldmodel.config import TEMPLATE, WorldModelConfig, with_world_model
 
@@ -45,6 +46,7 @@ __all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER", "ELIDED_OBSER
 EPISODE_OVER = "Error: the episode is over; call reset() to start the next one."
 # What an agent harness shows in place of a tool output older than its last ``keep_observations``.
 ELIDED_OBSERVATION = "[older tool output elided; use dict_memory to keep what you need]"
+AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
 
 class EnvConfig(BaseModel):
@@ -311,11 +313,14 @@ class SearchEnv:
             status = "ok" if ok else "error"
             error = None if ok else text.removeprefix("Error: ").rstrip(".")
         elif call.name in ("search", "web_search"):
-            queries = [call.arguments["query"]] if call.name == "search" else call.arguments["queries"]
-            page = call.arguments.get("page", 1) if call.name == "search" else 1  # web_search has no pages
+            # web_search is AgentWorld's: 10 results a query, no pages, reference pages undated
+            agentworld = call.name == "web_search"
+            queries = call.arguments["queries"] if agentworld else [call.arguments["query"]]
+            page = 1 if agentworld else call.arguments.get("page", 1)
+            k, undated = (AGENTWORLD_RESULTS, UNDATED_KINDS) if agentworld else (None, ())
             parts, statuses = [], []
             for q in queries:
-                res = self.session.search(q, None, page)
+                res = self.session.search(q, k, page, undated=undated)
                 statuses.append(res.status)
                 fault = fault or res.fault
                 parts.append(res.text if len(queries) == 1 else f"## Results for {q!r}\n\n{res.text}")

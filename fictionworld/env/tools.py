@@ -59,7 +59,8 @@ TOOLS: dict[str, dict] = {
     ),
     "web_search": _fn(
         "web_search",
-        "Search the web with one or more queries; returns ranked results (URL, title, snippet, date) per query.",
+        "Search the web with one or more queries; returns 10 ranked results (URL, title, snippet, date) per "
+        "query. Give queries (a list), or query (one).",
         {
             "queries": {
                 "type": "array",
@@ -67,9 +68,10 @@ TOOLS: dict[str, dict] = {
                 "minItems": 1,
                 "maxItems": MAX_QUERIES,
                 "description": "The search queries.",
-            }
+            },
+            "query": {"type": "string", "description": "One search query (instead of queries)."},
         },
-        ["queries"],
+        [],
     ),
     "web_extractor": _fn(
         "web_extractor",
@@ -112,7 +114,7 @@ _ARGS: dict[str, dict[str, tuple[type, bool]]] = {
     "search": {"query": (str, True), "page": (int, False)},
     "open": {"url": (str, True)},
     "answer": {"text": (str, True)},
-    "web_search": {"queries": (list, True)},
+    "web_search": {"queries": (list, False), "query": (str, False)},  # one of the two (see _check)
     "web_extractor": {"url": (str, True), "goal": (str, False)},
     "dict_memory": {"action": (str, True), "key": (str, False), "value": (str, False), "offset": (int, False)},
 }
@@ -149,7 +151,9 @@ def parse_action(action, *, allowed: tuple[str, ...], max_arg_chars: int, turn: 
     Accepted: an assistant message ``{"role": "assistant", "content": …, "tool_calls": […]}``;
     one tool call (``{"function": {"name", "arguments"}}`` or ``{"name", "arguments"}``); or a
     string. Text without tool calls is read for ``<tool_call>{json}</tool_call>`` blocks, then
-    ``<search>``/``<open>``/``<answer>`` tags; text with none of them is the final answer.
+    ``<search>``/``<open>``/``<answer>`` tags; text with none of them is the final answer. A
+    ``<tool_call>`` block (or bare text) may also hold Qwen3-Coder's XML form,
+    ``<function=NAME><parameter=ARG>value</parameter></function>``.
     Content given as OpenAI content parts is joined into one string. A message without tool
     calls whose content is neither, or that has no content, is an error call. Never raises,
     and takes time linear in the action's size; the message's strings are valid UTF-8 text (a
@@ -277,9 +281,14 @@ def _loads(text: str) -> tuple[object, str | None]:
 
 def _from_text(text: str, turn: int) -> list[ToolCall]:
     blocks = _tool_call_blocks(text)
+    if not blocks and _XML_FUNCTION in text:  # Qwen3-Coder XML calls written without <tool_call>
+        blocks = _xml_blocks(text)
     if blocks:
         out = []
         for i, block in enumerate(blocks):
+            if block.startswith(_XML_FUNCTION):
+                out.append(_xml_call(block, i, turn))
+                continue
             obj, error = _loads(block)
             if error is not None:
                 out.append(ToolCall(f"call_{turn}_{i}", "?", raw_arguments=block[:1000],
@@ -304,6 +313,66 @@ def _tool_call_blocks(text: str) -> list[str]:
         out.append(text[i + 11 : j].strip())
         pos = j + 12
     return out
+
+
+_XML_FUNCTION, _XML_PARAMETER = "<function=", "<parameter="
+
+
+def _xml_blocks(text: str) -> list[str]:
+    """Each ``<function=…>…</function>`` of a text with no ``<tool_call>`` block, in linear time
+    (an unclosed last one runs to the end of the text)."""
+    out, pos = [], 0
+    while (i := text.find(_XML_FUNCTION, pos)) >= 0:
+        j = text.find("</function>", i)
+        out.append(text[i:] if j < 0 else text[i : j + 11])
+        if j < 0:
+            break
+        pos = j + 11
+    return out
+
+
+def _xml_call(block: str, i: int, turn: int) -> ToolCall:
+    """A Qwen3-Coder XML call (what SGLang's and vLLM's ``qwen3_coder`` parsers read):
+    ``<function=NAME><parameter=ARG>value</parameter>…</function>``. A value loses one newline
+    on each side and stays text, except for an argument the tool takes as a number (a whole
+    number) or a list (a JSON array, else one string), as those parsers convert by the tool's
+    schema; an unclosed ``</parameter>`` runs to the next parameter or the function's end."""
+    cid = f"call_{turn}_{i}"
+    head_end = block.find(">")
+    name = block[len(_XML_FUNCTION) : head_end].strip() if head_end >= 0 else ""
+    if not name or "\n" in name or "<" in name or len(name) > 200:
+        return ToolCall(cid, "?", raw_arguments=block[:1000], error="<function=…> without a tool name")
+    body = block[head_end + 1 :]
+    if (end := body.rfind("</function>")) >= 0:
+        body = body[:end]
+    spec = _ARGS.get(name, {})
+    args: dict = {}
+    pos = 0
+    while (k := body.find(_XML_PARAMETER, pos)) >= 0:
+        close = body.find(">", k)
+        if close < 0:
+            break
+        arg = body[k + len(_XML_PARAMETER) : close].strip()
+        stop = body.find("</parameter>", close)
+        nxt = body.find(_XML_PARAMETER, close)
+        if stop < 0 or 0 <= nxt < stop:  # unclosed: up to the next parameter, or the end
+            stop, pos = (nxt, nxt) if nxt >= 0 else (len(body), len(body))
+        else:
+            pos = stop + 12
+        args[arg] = _xml_value(body[close + 1 : stop], spec.get(arg, (str, False))[0])
+    return _with_args(ToolCall(cid, valid_text(name)), args)
+
+
+def _xml_value(raw: str, kind: type):
+    value = raw[1:] if raw.startswith("\n") else raw
+    value = value[:-1] if value.endswith("\n") else value
+    if kind is int and _INT.fullmatch(value.strip()):
+        return int(value.strip())
+    if kind is list and value.strip().startswith("["):
+        obj, error = _loads(value.strip())
+        if error is None and isinstance(obj, list):
+            return obj
+    return value
 
 
 def _tags(text: str) -> list[tuple[str, str]]:
@@ -350,6 +419,19 @@ def _check(call: ToolCall, allowed: tuple[str, ...], max_arg_chars: int,
         return f"the arguments of {call.name} are too long ({len(call.raw_arguments):,} characters; at most {limit:,})"
     if call.name == "dict_memory":
         return _check_memory(call.arguments)
+    if call.name == "web_search":
+        return _check_web_search(call.arguments)
+    return None
+
+
+def _check_web_search(args: dict) -> str | None:
+    """AgentWorld's two forms: ``{"queries": [...]}`` or ``{"query": "..."}`` (made a list of one)."""
+    if "queries" in args and "query" in args:
+        return "web_search takes 'queries' (a list) or 'query' (one string), not both"
+    if "query" in args:
+        args["queries"] = [args.pop("query")]
+    if "queries" not in args:
+        return "web_search needs the argument 'queries' (a list of queries) or 'query' (one query)"
     return None
 
 

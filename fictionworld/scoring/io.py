@@ -28,6 +28,9 @@ __all__ = [
     "rollout_run",
     "run_tasks_file",
     "export_widesearch",
+    "write_official_responses",
+    "OFFICIAL_RESPONSE_FIELDS",
+    "OFFICIAL_MODEL_NAME",
     "ResponseError",
     "EPISODES_FILE",
     "RUN_TASKS_FILE",
@@ -35,6 +38,10 @@ __all__ = [
 
 EPISODES_FILE = "episodes.jsonl"  # a rollout run's episodes (rollout.records.EpisodeLog)
 RUN_TASKS_FILE = "tasks.jsonl"  # the tasks a rollout run ran, beside its episodes
+# The fields of the official evaluator's WideSearchResponse dataclass: its loader builds one from
+# each record with ``WideSearchResponse(**record)``, so any other field is a TypeError there.
+OFFICIAL_RESPONSE_FIELDS = ("instance_id", "response", "messages", "trial_idx")
+OFFICIAL_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 class ResponseError(ValueError):
@@ -255,3 +262,38 @@ def export_widesearch(tasks: list[Task], root: str | Path) -> Path:
                 t.gold.csv(t.headers or None), encoding="utf-8"
             )
     return root / "widesearch.jsonl"
+
+
+def write_official_responses(episodes: str | Path, out_dir: str | Path, model: str) -> list[Path]:
+    """A rollout run's episodes as the official evaluator's response files:
+    ``{model}_{instance_id}_{trial}_response.jsonl`` in ``out_dir``, trial = the episode's sample
+    (from 0), each holding one ``{"instance_id", "response", "messages", "trial_idx"}`` record
+    (:data:`OFFICIAL_RESPONSE_FIELDS`, nothing else). ``response`` is the episode's answer ("" when
+    it has none: an empty table scores 0 there, as here); an episode recorded twice counts as last
+    written. ``model`` is the evaluator's ``--model_config_name``: letters, digits, ``.``, ``_``, ``-``.
+    Returns the files written, in episode order."""
+    if not isinstance(model, str) or not OFFICIAL_MODEL_NAME.fullmatch(model):
+        raise ResponseError(f"model name {model!r} must be 1 to 128 letters, digits, '.', '_' or '-' "
+                            "(it starts the official response file names)")  # fmt: skip
+    path = Path(episodes)
+    path = path / EPISODES_FILE if path.is_dir() else path
+    answers = load_episode_answers(path)  # checks every record; a cut-off last line is skipped
+    messages: dict[tuple[str, int], list] = {}
+    for line in _read_text(path, "episodes", ResponseError).splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # only a cut-off last line gets here (load_episode_answers refused others)
+        if isinstance(rec, dict) and isinstance(rec.get("messages"), list):
+            messages[(rec["task_id"], _sample(rec, path, 0))] = rec["messages"]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for iid, trials in answers.items():
+        for trial, answer in sorted(trials.items()):
+            record = {"instance_id": iid, "response": answer or "", "messages": messages.get((iid, trial)),
+                      "trial_idx": trial}  # fmt: skip
+            f = out_dir / f"{model}_{iid}_{trial}_response.jsonl"
+            f.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+            written.append(f)
+    return written

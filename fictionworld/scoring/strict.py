@@ -184,6 +184,7 @@ class _Column:
         dates = "date_near" in m or ("exact_match" in m and "norm_date" in pre)
         self.date = [read_date(g) for g in gold] if dates else none
         self.hosts = [strict_hosts(g) for g in gold] if "url_match" in m else none
+        self.alternatives = [_alternatives(g) for g in gold] if "in_match" in m else none
         self._metrics = [self._metric(x) for x in self.metrics]
 
     @property
@@ -209,7 +210,8 @@ class _Column:
             "date_near": self._date_near,
             "url_match": self._url,
             "llm_judge": self._judge,
-        }.get(m, self._contains)
+            "in_match": self._in,
+        }[m]
 
     def _near(self, cell: str, g: int, order: DateOrder) -> float:
         return 1.0 if _close(read_number(cell), self.number[g], self.tol) else 0.0
@@ -224,9 +226,12 @@ class _Column:
         ok = names_match(cell, self.forms[g]) if self.names else category_match(cell, self.gold[g])
         return 1.0 if ok else 0.0
 
-    def _contains(self, cell: str, g: int, order: DateOrder) -> float:
-        """in_match and other upstream extras: containment of the normalised gold."""
-        return 1.0 if self.norm[g] and self.norm[g] in strict_norm(cell) else 0.0
+    def _in(self, cell: str, g: int, order: DateOrder) -> float:
+        """in_match: upstream credits any answer that is a substring of the gold (so "", one
+        letter, or one word of a name score 1). Here the answer must be the gold, or one of the
+        values the gold lists (split at ";", "|", "/", ",", " or "), as a whole, normalised."""
+        got = strict_norm(cell)
+        return 1.0 if got and got in self.alternatives[g] else 0.0
 
     def _exact(self, cell: str, g: int, order: DateOrder) -> float:
         if "norm_date" in self.pre and self.date[g] is not None:
@@ -455,3 +460,12 @@ def _worst_candidate(prep: _Prepared, rows, order: DateOrder, common: dict) -> S
 
 def _judge_kind(prep: _Prepared) -> str:
     return "fallback" if any("llm_judge" in col.metrics for col in prep.columns.values()) else "none"
+
+
+_LISTED = re.compile(r"\s*(?:[;|/,]|\bor\b)\s*", re.I)
+
+
+def _alternatives(gold: str) -> frozenset[str]:
+    """The normalised gold and each value it lists, for ``in_match``."""
+    parts = [gold, *_LISTED.split(gold)]
+    return frozenset(n for n in map(strict_norm, parts) if n)

@@ -25,10 +25,14 @@ __all__ = [
     "norm_header",
     "PREPROCESSORS",
     "METRICS",
+    "OFFICIAL_METRICS",
 ]
 
 PREPROCESSORS = ("norm_str", "extract_number", "norm_date")
-METRICS = ("exact_match", "number_near", "date_near", "url_match", "llm_judge")
+METRICS = ("exact_match", "number_near", "date_near", "url_match", "llm_judge")  # the ones tasks here use
+# Every metric the official evaluator has (official task files may use any): in_match is "the
+# answer is contained in the gold", for a gold listing several acceptable values.
+OFFICIAL_METRICS = (*METRICS, "in_match")
 
 
 class TaskError(ValueError):
@@ -48,7 +52,7 @@ class ColumnEval(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     preprocess: list[Literal["norm_str", "extract_number", "norm_date"]] = Field(default_factory=list)
-    metric: list[Literal["exact_match", "number_near", "date_near", "url_match", "llm_judge"]]
+    metric: list[Literal["exact_match", "number_near", "date_near", "url_match", "llm_judge", "in_match"]]
     criterion: str | float | None = None
 
 

@@ -144,6 +144,7 @@ class TemplateWorldModel:
                     snippet=snippet,
                     date=from_days(int(p.published[h.page])),
                     score=round(float(h.score), 4),
+                    kind=str(p.kind[h.page]),
                 )
             )
         return out

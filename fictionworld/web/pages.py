@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
 
-__all__ = ["Page", "PageNotFound", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "WebError"]
+__all__ = ["Page", "PageNotFound", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "UNDATED_KINDS", "WebError"]
 
 PAGE_KINDS = (
     "article",  # encyclopedia article about one entity
@@ -29,6 +29,9 @@ PAGE_KINDS = (
     "profile",  # low-credibility aggregator profile
 )
 LAYERS = ("", "distractor", "confusable", "conflict")  # "" = the authoritative web
+# Reference pages (encyclopedia, directories, official sites, aggregator profiles): the result
+# lists of real engines, and AgentWorld's ``web_search``, show them as ``Date: N/A``.
+UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history", "org_people", "profile")
 
 
 class WebError(ValueError):
@@ -80,12 +83,15 @@ class SearchResult(BaseModel):
     snippet: str
     date: dt.date
     score: float
+    kind: str = ""  # the page's kind (PAGE_KINDS), "" where the maker did not say
 
-    def text(self, n: int) -> str:
-        """``[n] URL\\nTitle: …\\nSnippet: …\\nDate: Mon D, YYYY``, the layout agents know."""
+    def text(self, n: int, *, undated: tuple[str, ...] = ()) -> str:
+        """``[n] URL\\nTitle: …\\nSnippet: …\\nDate: Mon D, YYYY``, the layout agents know;
+        ``Date: N/A`` for a page of one of the ``undated`` kinds."""
         from fictionworld.surface import format_serp_date
 
-        return f"[{n}] {self.url}\nTitle: {self.title}\nSnippet: {self.snippet}\nDate: {format_serp_date(self.date)}"
+        date = "N/A" if self.kind in undated else format_serp_date(self.date)
+        return f"[{n}] {self.url}\nTitle: {self.title}\nSnippet: {self.snippet}\nDate: {date}"
 
 
 _SCHEMA = pa.schema(

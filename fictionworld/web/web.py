@@ -67,17 +67,18 @@ def format_results(
     *,
     page: int | None = None,
     last_page: int | None = None,
+    undated: tuple[str, ...] = (),
 ) -> str:
-    """Results as agents read them: ``[n] URL / Title / Snippet / Date`` blocks. ``page`` and
-    ``last_page`` (by default those of a :class:`SearchResults`) tell an empty page past the
-    last one from a query that finds nothing."""
+    """Results as agents read them: ``[n] URL / Title / Snippet / Date`` blocks (``Date: N/A``
+    for pages of the ``undated`` kinds). ``page`` and ``last_page`` (by default those of a
+    :class:`SearchResults`) tell an empty page past the last one from a query that finds nothing."""
     if not results:
         page = getattr(results, "page", None) if page is None else page
         last_page = getattr(results, "last_page", None) if last_page is None else last_page
         if page is not None and last_page and page > last_page:
             return f"No more results for '{query}': page {page} is past the last page ({last_page})."
         return f"No results found for '{query}'. Try different words."
-    return "\n\n".join(r.text(offset + i + 1) for i, r in enumerate(results))
+    return "\n\n".join(r.text(offset + i + 1, undated=undated) for i, r in enumerate(results))
 
 
 class Web:
@@ -420,7 +421,8 @@ class WebSession:
             return self.knobs.fault_kinds[kind]
         return None
 
-    def search(self, query: str, k: int | None = None, page: int = 1) -> ToolResult:
+    def search(self, query: str, k: int | None = None, page: int = 1, *, undated: tuple[str, ...] = ()) -> ToolResult:
+        """One search call (faults injected first); ``undated``: page kinds listed as ``Date: N/A``."""
         if fault := self._fault():
             return ToolResult(status="fault", text=FAULT_TEXT[fault], fault=fault)
         try:
@@ -428,7 +430,8 @@ class WebSession:
         except WebError as e:
             return ToolResult(status="error", text=f"Error: {e}")
         k = self.knobs.results_per_page if k is None else k
-        return ToolResult(status="ok", text=format_results(query, results, (page - 1) * k), results=tuple(results))
+        text = format_results(query, results, (page - 1) * k, undated=undated)
+        return ToolResult(status="ok", text=text, results=tuple(results))
 
     def open(self, url: str) -> ToolResult:
         if fault := self._fault():
