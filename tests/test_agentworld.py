@@ -11,9 +11,12 @@ import random
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fictionworld.env import EnvConfig, SearchEnv
 from fictionworld.env.env import AGENTWORLD_RESULTS
+from fictionworld.env.tools import TOOL_SETS, parse_action
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.testing.trajectories import garbage_calls, oracle_calls
 from fictionworld.web.pages import UNDATED_KINDS
@@ -187,3 +190,18 @@ def test_garbage_text_scores_zero_and_never_raises(world, tasks, seed):
     if not env.done:
         reward = env.end("test over")
     assert reward == 0.0
+
+
+_XML_BITS = ["<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>", ">", "\n",
+             "web_search", "queries", "query", "url", "answer", "text", '["a"]', "[", "1", "x", " "]  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=st.lists(st.sampled_from(_XML_BITS), max_size=40).map("".join))
+def test_any_xml_like_text_parses_to_calls_or_errors(text):
+    _, calls = parse_action(text, allowed=TOOL_SETS["all"], max_arg_chars=2_000, turn=1)
+    assert calls
+    for c in calls:
+        assert c.error is None or isinstance(c.error, str)
+        if c.error is None:
+            assert c.name in TOOL_SETS["all"] and isinstance(c.arguments, dict)

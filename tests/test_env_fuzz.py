@@ -303,7 +303,10 @@ def test_tag_scanners_match_the_regular_expressions(text):
 
 
 @pytest.mark.parametrize("text", ["<tool_call>" + " " * 300_000, "<search>" * 100_000, "<tool_call>" * 100_000,
-                                  "<answer>" + "<open>x" * 50_000, "<open>" * 50_000 + "</open>"])  # fmt: skip
+                                  "<answer>" + "<open>x" * 50_000, "<open>" * 50_000 + "</open>",
+                                  "<function=search>" + "<parameter=q>x" * 50_000, "<function=" * 100_000,
+                                  "<tool_call><function=open>" + "<parameter=url>" * 50_000 + "</tool_call>",
+                                  "<tool_call><function=a>" * 50_000 + "</tool_call>"])  # fmt: skip
 def test_unclosed_tags_parse_in_linear_time(text):
     t = time.perf_counter()
     parse_action(text, allowed=TOOL_NAMES, max_arg_chars=2_000, turn=1)

@@ -347,18 +347,19 @@ def _xml_call(block: str, i: int, turn: int) -> ToolCall:
         body = body[:end]
     spec = _ARGS.get(name, {})
     args: dict = {}
-    pos = 0
+    pos, end_tag = 0, 0  # end_tag: the next "</parameter>" at or after pos (-1: none left)
     while (k := body.find(_XML_PARAMETER, pos)) >= 0:
         close = body.find(">", k)
         if close < 0:
             break
         arg = body[k + len(_XML_PARAMETER) : close].strip()
-        stop = body.find("</parameter>", close)
+        if 0 <= end_tag < close:  # each search starts past the last, so the loop stays linear
+            end_tag = body.find("</parameter>", close)
         nxt = body.find(_XML_PARAMETER, close)
-        if stop < 0 or 0 <= nxt < stop:  # unclosed: up to the next parameter, or the end
-            stop, pos = (nxt, nxt) if nxt >= 0 else (len(body), len(body))
+        if end_tag < 0 or 0 <= nxt < end_tag:  # unclosed: up to the next parameter, or the end
+            stop = pos = nxt if nxt >= 0 else len(body)
         else:
-            pos = stop + 12
+            stop, pos = end_tag, end_tag + 12
         args[arg] = _xml_value(body[close + 1 : stop], spec.get(arg, (str, False))[0])
     return _with_args(ToolCall(cid, valid_text(name)), args)
 
