@@ -33,6 +33,7 @@ COMMANDS = _leaves(typer.main.get_command(APP))
 OUTPUT_FILES = {("tasks", "out_path"), ("score", "out_path"), ("export episodes", "parquet")}
 OUTPUT_DIRS = {("generate", "out_dir"), ("tasks", "widesearch"), ("rollout", "run_dir"), ("demo", "directory"),
                ("train-demo", "directory"), ("export verl", "out_dir"), ("export trl", "out_dir"),
+               ("export skyrl", "out_dir"), ("export lwm", "out_dir"), ("rollout", "official_responses"),
                ("train-trl", "directory")}  # fmt: skip
 HUGE = "1000000000000"
 # Values that look bad but are fine for that option (they would start real work: not run).
@@ -153,6 +154,6 @@ def test_every_command_fails_cleanly_on_bad_values(files, tmp_path, monkeypatch,
 
 def test_the_walk_covers_every_command():
     expected = {"generate", "validate", "stats", "index", "search", "open", "spec", "tasks", "score", "rollout",
-                "export episodes", "export verl", "export trl", "demo", "train-demo", "train-trl", "fidelity",
+                "export episodes", "export verl", "export trl", "export skyrl", "export lwm", "demo", "train-demo", "train-trl", "fidelity",
                 "render-cache", "serve", "mcp"}  # fmt: skip
     assert expected <= set(COMMANDS)

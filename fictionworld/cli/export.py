@@ -142,17 +142,31 @@ def skyrl(
 
 
 def lwm(
-    source: Annotated[Path, typer.Argument(help="A rollout run (RUN: a directory with episodes.jsonl) or a saved world (WORLD).")],
+    source: Annotated[Path, typer.Argument(help="A rollout run (RUN, with episodes.jsonl) or a saved world (WORLD).")],
     out_dir: OutOpt,
-    sessions: Annotated[int | None, typer.Option(help="Sessions to sample over the world, 0 to 100,000 (default: 200 for a WORLD, 0 for a RUN).", min=0, max=100_000)] = None,
-    seed: Annotated[int, typer.Option(help="Seed (>= 0) of the sampled sessions, the held-out split and the negatives.", min=0)] = 0,
-    negatives: Annotated[bool, typer.Option("--negatives/--no-negatives", help="Also write corrupted observations labelled with their problems.")] = True,
-    held_out: Annotated[float, typer.Option("--held-out", help="Share of the sessions in the test split (below 1).", callback=probability)] = 0.1,
+    sessions: Annotated[
+        int | None,
+        typer.Option(help="Sessions to sample over the world, 0 to 100,000 (default 200; 0 for a RUN).",
+                     min=0, max=100_000),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed (>= 0) of the sampled sessions, the held-out split and the negatives.", min=0)
+    ] = 0,
+    negatives: Annotated[
+        bool, typer.Option("--negatives/--no-negatives", help="Also write corrupted observations, labelled.")
+    ] = True,
+    held_out: Annotated[
+        float, typer.Option("--held-out", help="Share of the sessions held out (below 1).", callback=probability)
+    ] = 0.1,
     fmt: Annotated[str, typer.Option("--format", help="jsonl, parquet or both.")] = "both",
-    world: Annotated[Path | None, typer.Option("--world", help="For a RUN: the world it ran on (default: the one its run.json names).")] = None,
+    world: Annotated[
+        Path | None, typer.Option("--world", help="For a RUN: the world it ran on (default: the one run.json names).")
+    ] = None,
 ) -> None:  # fmt: skip
-    """Language world model data: (history, action, observation) examples in Qwen-AgentWorld's framing,
-    every observation verified against the graph, with negatives, a held-out split and a dataset card."""
+    """LWM data: AgentWorld-framed examples, verified against the graph, with negatives and a card.
+
+    (history, action, observation) examples from a rollout run's episodes (replayed) and from
+    sessions sampled over the world, a held-out split by session, JSONL/Parquet for HF datasets."""
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -237,7 +251,7 @@ def register(app: typer.Typer) -> None:
     from fictionworld.cli.rollout import export as episodes
 
     group = typer.Typer(cls=_ExportGroup, no_args_is_help=True, add_completion=False,
-                        help="Export tasks for a trainer (verl, trl, skyrl), a run's episodes (episodes RUN) or world model data (lwm).")  # fmt: skip
+                        help="Trainer data (verl, trl, skyrl), a run's episodes (episodes RUN), LWM data (lwm).")  # fmt: skip
     group.command("verl")(verl)
     group.command("trl")(trl)
     group.command("skyrl")(skyrl)

@@ -47,6 +47,7 @@ _LABELS = {
 
 
 def fidelity(
+    ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="World directory.")],
     world_model: WorldModelOption = "template",
     world_model_url: WorldModelUrlOption = None,
@@ -64,14 +65,33 @@ def fidelity(
     base_url: OldBaseUrlOption = None,
     model: OldModelOption = None,
     api: OldApiOption = None,
+    heldout: Annotated[
+        Path | None,
+        typer.Option("--heldout", help="A held-out LWM set (an `export lwm` OUT, or *_test.jsonl): score on it."),
+    ] = None,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(help="With --heldout: predictions ({id, prediction} JSONL, or eval.py's predictions.jsonl)."),
+    ] = None,
 ) -> None:
     """Render sampled pages and result lists and check them against the graph: first-try pass
     rate, facts covered, contradictions, fallbacks, latency. `--world-model template` checks
-    the template renderer itself (it must pass 100 %)."""
+    the template renderer itself (it must pass 100 %). With `--heldout DIR --predictions FILE`:
+    score a world model's predictions on a held-out LWM set (facts stated, contradictions,
+    format); with `--heldout DIR` alone, the --world-model's own renderings."""
     from fictionworld.worldmodel.fidelity import fidelity as run
 
+    if predictions is not None and heldout is None:
+        fail("--predictions needs --heldout (the held-out set the predictions are for)")
     config = world_model_options(world_model, world_model_url, world_model_name, world_model_api, base_url, model, api,
                                  timeout=timeout, max_concurrency=concurrency)  # fmt: skip
+    if heldout is not None:
+        given = [f"--{k.replace('_', '-')}" for k in ("n", "searches", "seed", "write_cache")
+                 if getattr(ctx.get_parameter_source(k), "name", "") == "COMMANDLINE"]  # fmt: skip
+        if given:
+            fail(f"{', '.join(given)}: only for sampled pages, not with --heldout (it scores every held-out example)")
+        _heldout(path, heldout, predictions, config, as_json)
+        return
     web = saved_web(path)
     if config.kind == "sglang":
         serve_with(web, config)
@@ -99,6 +119,68 @@ def fidelity(
     if summary.get("problems"):
         t.add_row("problems by kind", ", ".join(f"{k} {v}" for k, v in summary["problems"].items()))
     out.print(t)
+
+
+_HELDOUT_LABELS = {
+    "examples": "held-out examples",
+    "missing_predictions": "without a prediction",
+    "unknown_ids": "predictions for no example",
+    "facts": "facts stated (recall)",
+    "contradictions": "contradictions",
+    "errors": "all errors",
+    "examples_with_errors": "examples with errors",
+    "format": "layout right",
+    "pass_rate": "passed (all facts, no error)",
+}
+
+
+def _heldout(path: Path, heldout: Path, predictions: Path | None, config, as_json: bool) -> None:
+    """``fidelity WORLD --heldout DIR [--predictions FILE]``: predictions (or the world model's
+    own renderings) scored against the graph on a held-out LWM set."""
+    from fictionworld.worldmodel.config import with_world_model
+    from fictionworld.worldmodel.lwm import LwmError
+    from fictionworld.worldmodel.lwm_score import model_predictions, read_heldout, read_predictions, score_predictions
+
+    if predictions is not None and config.kind != "template":
+        fail("--predictions are scored as they are; --world-model renders its own (give one of them)")
+    try:
+        rows = read_heldout(heldout)
+        preds = read_predictions(predictions) if predictions is not None else None
+    except LwmError as exc:
+        fail(str(exc))
+    web = saved_web(path)
+    with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  disable=as_json or not err.is_interactive) as bar:  # fmt: skip
+        try:
+            if preds is None:
+                view = with_world_model(web, config)
+                if config.kind == "sglang":
+                    serve_with(view, config)
+                task = bar.add_task("rendering", total=len(rows))
+                preds = model_predictions(view, rows, progress=lambda k: bar.advance(task, k))
+            task = bar.add_task("scoring", total=len(rows))
+            summary = score_predictions(web, rows, preds, progress=lambda k: bar.advance(task, k))
+        except LwmError as exc:
+            fail(str(exc))
+    if as_json:
+        print(json.dumps(summary, indent=2, default=str))
+        return
+    what = str(predictions) if predictions is not None else f"world model {config.kind}"
+    t = Table(title=f"{what} on {heldout}: {summary['examples']} held-out examples", title_justify="left")
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    for k, label in _HELDOUT_LABELS.items():
+        v = summary[k]
+        t.add_row(label, f"{v:.1%}" if isinstance(v, float) else str(v))
+    if summary["problems"]:
+        t.add_row("problems by kind", ", ".join(f"{k} {v}" for k, v in summary["problems"].items()))
+    out.print(t)
+    kinds = Table(title="by page kind", title_justify="left")
+    for col in ("page kind", "examples", "facts", "passed"):
+        kinds.add_column(col, justify="left" if col == "page kind" else "right")
+    for kind, v in summary["by_kind"].items():
+        kinds.add_row(kind, str(v["examples"]), f"{v['facts']:.1%}", f"{v['pass_rate']:.1%}")
+    out.print(kinds)
 
 
 def render_cache(

@@ -37,16 +37,15 @@ from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
 from fictionworld.seeding import mix64_int
 from fictionworld.web import ToolStatus
-from fictionworld.web.pages import UNDATED_KINDS
+from fictionworld.web.pages import AGENTWORLD_RESULTS, UNDATED_KINDS
 from fictionworld.web.text import valid_text
 from fictionworld.worldmodel.config import TEMPLATE, WorldModelConfig, with_world_model
 
-__all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER", "ELIDED_OBSERVATION"]
+__all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER", "ELIDED_OBSERVATION", "AGENTWORLD_RESULTS"]
 
 EPISODE_OVER = "Error: the episode is over; call reset() to start the next one."
 # What an agent harness shows in place of a tool output older than its last ``keep_observations``.
 ELIDED_OBSERVATION = "[older tool output elided; use dict_memory to keep what you need]"
-AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
 
 class EnvConfig(BaseModel):

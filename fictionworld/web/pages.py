@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
 
-__all__ = ["Page", "PageNotFound", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "UNDATED_KINDS", "WebError"]
+__all__ = ["Page", "PageNotFound", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "UNDATED_KINDS", "AGENTWORLD_RESULTS", "WebError"]
 
 PAGE_KINDS = (
     "article",  # encyclopedia article about one entity
@@ -32,6 +32,7 @@ LAYERS = ("", "distractor", "confusable", "conflict")  # "" = the authoritative 
 # Reference pages (encyclopedia, directories, official sites, aggregator profiles): the result
 # lists of real engines, and AgentWorld's ``web_search``, show them as ``Date: N/A``.
 UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history", "org_people", "profile")
+AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
 
 class WebError(ValueError):
