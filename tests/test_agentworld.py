@@ -205,3 +205,53 @@ def test_any_xml_like_text_parses_to_calls_or_errors(text):
         assert c.error is None or isinstance(c.error, str)
         if c.error is None:
             assert c.name in TOOL_SETS["all"] and isinstance(c.arguments, dict)
+
+
+# -- dict_memory: AgentWorld's batch forms ---------------------------------------------------------
+def _memory(env: SearchEnv, **arguments) -> tuple[str, str]:
+    text, rec = _step(env, "dict_memory", arguments)
+    return text, rec["status"]
+
+
+def test_dict_memory_takes_agentworlds_dict_and_key_list(world, tasks):
+    env = _env(world)
+    env.reset(tasks[0], seed=6)
+    text, status = _memory(env, action="add", dict={"row:A": "A | 1990", "row:B": "B | 1991", "n": 3})
+    assert status == "ok" and "Stored 3 entries" in text and env.memory.entries["n"] == "3"  # non-text as JSON
+    text, status = _memory(env, action="update", dict={"row:A": "A | 1989"})
+    assert status == "ok" and env.memory.entries["row:A"] == "A | 1989"
+    text, status = _memory(env, action="retrieve", key_list=["row:A", "nope", "row:A", "row:B"])
+    assert status == "ok" and json.loads(text[text.index("{") : text.rindex("}") + 1]) == {
+        "row:A": "A | 1989", "row:B": "B | 1991"}  # fmt: skip
+    assert 'Key not found: "nope"' in text
+    before = dict(env.memory.entries)
+    for arguments, error in [
+        ({"action": "add", "dict": {"row:C": "C", "row:A": "again"}}, "already in memory"),  # whole batch refused
+        ({"action": "update", "dict": {"row:A": "x", "new": "y"}}, "not in memory"),
+        ({"action": "add", "dict": {"big": "x" * 5_000}}, "at most 4,000"),
+        ({"action": "add", "dict": {}}, "is empty"),
+        ({"action": "add", "dict": {"k": "v"}, "key": "k", "value": "v"}, "not both"),
+        ({"action": "retrieve", "dict": {"k": "v"}}, "takes no 'dict'"),
+        ({"action": "remove", "key_list": ["row:A", "nope"]}, "nothing was removed"),
+        ({"action": "retrieve", "key_list": [1, 2]}, "list of strings"),
+        ({"action": "retrieve", "key_list": ["nope"]}, "no key"),
+        ({"action": "add", "dict": ["k", "v"]}, "must be an object"),
+    ]:
+        text, status = _memory(env, **arguments)
+        assert status == "error" and error in text, (arguments, text)
+        assert env.memory.entries == before and env.memory.chars == sum(len(k) + len(v) for k, v in before.items())
+    text, status = _memory(env, action="remove", key_list=["row:A", "row:B"])
+    assert status == "ok" and set(env.memory.entries) == {"n"} and env.memory.chars == 1 + 1
+
+
+def test_a_batch_over_the_memory_caps_stores_nothing(world, tasks):
+    env = _env(world, memory_max_keys=3, memory_max_total_chars=40)
+    env.reset(tasks[0], seed=7)
+    assert _memory(env, action="add", dict={"a": "1", "b": "2"})[1] == "ok"
+    text, status = _memory(env, action="add", dict={"c": "3", "d": "4"})  # the 4th key is over the cap
+    assert status == "error" and "full" in text and set(env.memory.entries) == {"a", "b"}
+    text, status = _memory(env, action="add", dict={"c": "x" * 36})  # 4 + 1 + 36 characters
+    assert status == "error" and "at most 40" in text and set(env.memory.entries) == {"a", "b"}
+    xml = _xml({"name": "dict_memory", "arguments": {"action": "add", "dict": {"c": "3"}}})
+    _, _, _, _, info = env.step(xml)  # Qwen3-Coder XML: the object parsed as JSON
+    assert info["calls"][0]["status"] == "ok" and env.memory.entries["c"] == "3"

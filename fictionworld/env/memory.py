@@ -11,9 +11,48 @@ import json
 
 from fictionworld.web.text import first_surrogate
 
-__all__ = ["DictMemory", "MEMORY_ACTIONS"]
+__all__ = ["DictMemory", "MEMORY_ACTIONS", "check_memory_arguments"]
 
 MEMORY_ACTIONS = ("add", "update", "retrieve", "retrieve_all", "remove", "remove_all")
+_KEYED = ("add", "update", "retrieve", "remove")  # the actions that need a key (or a batch of them)
+# Qwen-AgentWorld's batch forms: add/update take {"dict": {key: value, …}}, retrieve/remove
+# {"key_list": [key, …]}, in place of key (and value).
+_BATCH = {"add": "dict", "update": "dict", "retrieve": "key_list", "remove": "key_list"}
+
+
+def check_memory_arguments(args: dict) -> str | None:
+    """What is wrong with a ``dict_memory`` call's arguments as such (the store's own rules,
+    which depend on what it holds, are :class:`DictMemory`'s), after the tool's argument types
+    were checked. An action written in another case or with spaces around it is taken as the
+    action; a ``dict`` value that is not text is stored as its JSON."""
+    action = args["action"].strip().lower()
+    if action not in MEMORY_ACTIONS:
+        return f"unknown dict_memory action {args['action'][:60]!r}; the actions are: {', '.join(MEMORY_ACTIONS)}"
+    args["action"] = action
+    batch = _BATCH.get(action)
+    for other in ("dict", "key_list"):
+        if other in args and other != batch:
+            return f"dict_memory {action} takes no {other!r}" + (f" (it takes {batch!r})" if batch else "")
+    if batch in args:
+        if "key" in args or "value" in args:
+            return f"dict_memory {action} takes 'key'{' and value' if batch == 'dict' else ''} or {batch!r}, not both"
+        items = args[batch]
+        if not items:
+            return f"{batch!r} of dict_memory {action} is empty"
+        if batch == "key_list":
+            if not all(isinstance(k, str) for k in items):
+                return "'key_list' of dict_memory must be a list of strings"
+            args[batch] = list(dict.fromkeys(items))  # a key named twice is one key
+        else:
+            args[batch] = {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in items.items()}
+        return None
+    if action in _KEYED and "key" not in args:
+        return f"dict_memory {action} needs the argument 'key'" + (f" (or {batch!r})" if batch else "")
+    if action in ("add", "update") and "value" not in args:
+        return f"dict_memory {action} needs the argument 'value'"
+    if action == "retrieve_all" and args.get("offset", 0) < 0:
+        return "'offset' of dict_memory must be 0 or more"
+    return None
 
 
 class DictMemory:
@@ -48,6 +87,10 @@ class DictMemory:
             return f"Removed all {n:,} entries; the memory is empty." if n else "The memory was already empty.", True
         if action == "retrieve_all":
             return self._page(arguments.get("offset", 0), max_chars)
+        if "dict" in arguments:
+            return self._put_many(action, arguments["dict"])
+        if "key_list" in arguments:
+            return self._many(action, arguments["key_list"])
         key = arguments["key"]
         problem = _text_problem("key", key)
         if problem is None and not key.strip():
@@ -79,14 +122,56 @@ class DictMemory:
         verb = "Updated" if held else "Stored"
         return f"{verb} {_show(key)} ({_chars(len(value))}); {_entries(len(self.entries))} in memory.", True
 
-    def _over_cap(self, key: str, value: str, held: bool) -> str | None:
+    def _put_many(self, action: str, items: dict[str, str]) -> tuple[str, bool]:
+        """AgentWorld's ``{"dict": {…}}``: every entry stored, or (any problem) none."""
+        update, keys, chars = action == "update", len(self.entries), self.chars
+        for key, value in items.items():
+            held = key in self.entries
+            problem = _text_problem("key", key) or _text_problem("value", value)
+            if problem is None and not key.strip():
+                problem = "the key is empty"
+            if problem is None and held != update:
+                problem = "already in memory; use update" if held else "not in memory; use add"
+            if problem is None:
+                problem = self._over_cap(key, value, held, keys=keys, chars=chars)
+            if problem is not None:
+                return f"Error: {_show(key)}: {problem}. Nothing was stored.", False
+            keys += not held
+            chars += len(value) - (len(self.entries[key]) if held else -len(key))
+        self.entries.update(items)
+        self.chars = chars
+        verb = "Updated" if update else "Stored"
+        return f"{verb} {_entries(len(items))} ({_some(items)}); {_entries(len(self.entries))} in memory.", True
+
+    def _many(self, action: str, keys: list[str]) -> tuple[str, bool]:
+        """AgentWorld's ``{"key_list": […]}``: retrieve the keys held (naming those not found),
+        or remove them all (none if one is not held)."""
+        missing = [k for k in keys if k not in self.entries]
+        if action == "remove":
+            if missing:
+                return f"Error: no key {_some(missing)} in memory; nothing was removed.", False
+            for k in keys:
+                self.chars -= len(k) + len(self.entries.pop(k))
+            return f"Removed {_entries(len(keys))}; {_entries(len(self.entries))} left.", True
+        found = {k: self.entries[k] for k in keys if k in self.entries}
+        if not found:
+            return f"Error: no key {_some(missing)} in memory ({_entries(len(self.entries))}).", False
+        text = f"Values of {_entries(len(found))}, as JSON:\n" + json.dumps(found, ensure_ascii=False, indent=0)
+        return text + (f"\nKey not found: {_some(missing, 20)}." if missing else ""), True
+
+    def _over_cap(self, key: str, value: str, held: bool, *, keys: int | None = None,
+                  chars: int | None = None) -> str | None:  # fmt: skip
+        """Why storing ``key`` would break a cap, with ``keys`` entries and ``chars`` characters
+        held (default: the store's own counts)."""
+        keys = len(self.entries) if keys is None else keys
+        chars = self.chars if chars is None else chars
         if len(key) > self.max_key_chars:
             return f"the key is {len(key):,} characters long; at most {self.max_key_chars:,}"
         if len(value) > self.max_value_chars:
             return f"the value is {len(value):,} characters long; at most {self.max_value_chars:,} (split it over keys)"
-        if not held and len(self.entries) >= self.max_keys:
+        if not held and keys >= self.max_keys:
             return f"the memory is full ({self.max_keys:,} keys); remove or update entries instead"
-        total = self.chars + len(value) + (-len(self.entries[key]) if held else len(key))
+        total = chars + len(value) + (-len(self.entries[key]) if held else len(key))
         if total > self.max_total_chars:
             return (f"that would bring the memory to {total:,} characters of keys and values; at most "
                     f"{self.max_total_chars:,} (remove entries first)")  # fmt: skip
@@ -158,6 +243,13 @@ def _text_problem(what: str, text: str) -> str | None:
 def _show(key: str) -> str:
     """A key as an observation shows it: JSON-quoted, cut after 80 characters."""
     return json.dumps(key if len(key) <= 80 else key[:80] + "…", ensure_ascii=False)
+
+
+def _some(keys, n: int = 5) -> str:
+    """Up to ``n`` keys, shown, and how many more."""
+    keys = list(keys)
+    more = f" and {len(keys) - n:,} more" if len(keys) > n else ""
+    return ", ".join(_show(k) for k in keys[:n]) + more
 
 
 def _entries(n: int) -> str:

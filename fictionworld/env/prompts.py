@@ -20,7 +20,8 @@ _TOOLS = {
     "web_extractor": 'web_extractor({"url": ...}): the content of a page, as Markdown.',
     "dict_memory": 'dict_memory({"action": ..., "key": ..., "value": ...}): your working memory for this task, '
     "kept across turns. Actions: add (a new key), update (an existing key), retrieve (one key), retrieve_all "
-    "(everything, a page at a time: offset=N reads on), remove (one key), remove_all. Store the rows and facts "
+    "(everything, a page at a time: offset=N reads on), remove (one key), remove_all; several at once with "
+    '"dict": {key: value, ...} (add, update) or "key_list": [...] (retrieve, remove). Store the rows and facts '
     "you find as you go, and read them back before you answer.",
     "answer": "answer(text): your final answer; it ends the task.",
 }

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fictionworld.env.memory import MEMORY_ACTIONS, DictMemory
+from fictionworld.env.memory import MEMORY_ACTIONS, DictMemory, check_memory_arguments
 from fictionworld.web.text import short_repr, valid_text
 
 __all__ = ["TOOLS", "TOOL_SETS", "ToolCall", "tool_schemas", "parse_action", "ToolSet", "MAX_QUERIES", "short_repr",
@@ -20,7 +20,6 @@ __all__ = ["TOOLS", "TOOL_SETS", "ToolCall", "tool_schemas", "parse_action", "To
 
 ToolSet = Literal["basic", "agentworld", "memory", "all"]
 MAX_QUERIES = 5
-_MEMORY_KEYED = ("add", "update", "retrieve", "remove")  # the actions that need a key
 
 
 def _fn(name: str, description: str, properties: dict, required: list[str]) -> dict:
@@ -97,6 +96,16 @@ TOOLS: dict[str, dict] = {
                 "minimum": 0,
                 "description": "retrieve_all: the number of entries to skip, to read the next page (default 0).",
             },
+            "dict": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "add, update: several entries at once, {key: value, …} (instead of key and value).",
+            },
+            "key_list": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "retrieve, remove: several keys at once (instead of key).",
+            },
         },
         ["action"],
     ),
@@ -116,7 +125,14 @@ _ARGS: dict[str, dict[str, tuple[type, bool]]] = {
     "answer": {"text": (str, True)},
     "web_search": {"queries": (list, False), "query": (str, False)},  # one of the two (see _check)
     "web_extractor": {"url": (str, True), "goal": (str, False)},
-    "dict_memory": {"action": (str, True), "key": (str, False), "value": (str, False), "offset": (int, False)},
+    "dict_memory": {
+        "action": (str, True),
+        "key": (str, False),
+        "value": (str, False),
+        "offset": (int, False),
+        "dict": (dict, False),
+        "key_list": (list, False),
+    },  # dict, key_list: AgentWorld's batch forms
 }
 
 
@@ -335,7 +351,7 @@ def _xml_call(block: str, i: int, turn: int) -> ToolCall:
     """A Qwen3-Coder XML call (what SGLang's and vLLM's ``qwen3_coder`` parsers read):
     ``<function=NAME><parameter=ARG>value</parameter>…</function>``. A value loses one newline
     on each side and stays text, except for an argument the tool takes as a number (a whole
-    number) or a list (a JSON array, else one string), as those parsers convert by the tool's
+    number), a list (a JSON array, else one string) or an object (JSON), as those parsers convert by the tool's
     schema; an unclosed ``</parameter>`` runs to the next parameter or the function's end."""
     cid = f"call_{turn}_{i}"
     head_end = block.find(">")
@@ -369,9 +385,9 @@ def _xml_value(raw: str, kind: type):
     value = value[:-1] if value.endswith("\n") else value
     if kind is int and _INT.fullmatch(value.strip()):
         return int(value.strip())
-    if kind is list and value.strip().startswith("["):
+    if (kind is list and value.strip().startswith("[")) or (kind is dict and value.strip().startswith("{")):
         obj, error = _loads(value.strip())
-        if error is None and isinstance(obj, list):
+        if error is None and isinstance(obj, kind):
             return obj
     return value
 
@@ -412,14 +428,14 @@ def _check(call: ToolCall, allowed: tuple[str, ...], max_arg_chars: int,
             call.arguments[arg] = v = [v]
         if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
             return f"argument {arg!r} of {call.name} must be {_NAMES[kind]}, not {type(v).__name__}"
-        if kind is list:
+        if kind is list and arg == "queries":
             if not v or len(v) > MAX_QUERIES or not all(isinstance(q, str) for q in v):
                 return f"{arg!r} must be a list of 1 to {MAX_QUERIES} strings"
     limit = (arg_limits or {}).get(call.name) or arg_limit(call.name, max_arg_chars)
     if len(call.raw_arguments) > limit:
         return f"the arguments of {call.name} are too long ({len(call.raw_arguments):,} characters; at most {limit:,})"
     if call.name == "dict_memory":
-        return _check_memory(call.arguments)
+        return check_memory_arguments(call.arguments)
     if call.name == "web_search":
         return _check_web_search(call.arguments)
     return None
@@ -436,24 +452,7 @@ def _check_web_search(args: dict) -> str | None:
     return None
 
 
-def _check_memory(args: dict) -> str | None:
-    """What is wrong with a ``dict_memory`` call's arguments as such (the store's own rules,
-    which depend on what it holds, are :class:`DictMemory`'s). An action written in another
-    case or with spaces around it is taken as the action."""
-    action = args["action"].strip().lower()
-    if action not in MEMORY_ACTIONS:
-        return f"unknown dict_memory action {args['action'][:60]!r}; the actions are: {', '.join(MEMORY_ACTIONS)}"
-    args["action"] = action
-    if action in _MEMORY_KEYED and "key" not in args:
-        return f"dict_memory {action} needs the argument 'key'"
-    if action in ("add", "update") and "value" not in args:
-        return f"dict_memory {action} needs the argument 'value'"
-    if action == "retrieve_all" and args.get("offset", 0) < 0:
-        return "'offset' of dict_memory must be 0 or more"
-    return None
-
-
-_NAMES = {str: "a string", int: "an integer", list: "a list of strings"}
+_NAMES = {str: "a string", int: "an integer", list: "a list of strings", dict: "an object"}
 
 
 def arg_limit(name: str, max_arg_chars: int) -> int:
