@@ -88,6 +88,20 @@ def test_snippets_keep_a_number_the_query_names():
     assert make_snippet(own, "Vesalena Exhibition 1998", leak=False).startswith("Vesalena Exhibition … is")
 
 
+def test_a_link_whose_name_has_a_full_stop_is_never_cut():
+    """ "[Magdolna R. Vexo](…)" is one link: a snippet cut at its "R." showed "[Magdolna R."
+    unmasked (a half name, which the world model verifier reads as a namesake)."""
+    text = ("Arlo Minn is a painter of the northern coast who worked for many years in the harbour studios "
+            "of Tesk and studied with [Magdolna R. Vexo](https://x.org/wiki/Magdolna_R._Vexo) there. "
+            "Vexo taught him to paint boats.")  # fmt: skip
+    teased = make_snippet(text, "Arlo Minn painter", leak=False)
+    assert teased.endswith("studied with … there.") and "Magdolna" not in teased
+    assert make_snippet(text, "Arlo Minn painter", leak=True).endswith("studied with Magdolna R. Vexo there.")
+    own = ("Arlo Minn is a painter of the northern coast who worked for many years in the harbour studios "
+           "of Tesk with his teacher Magdolna R. Vexo, who taught him to paint boats. He lives in Tesk.")  # fmt: skip
+    assert "Magdolna R. Vexo, who" in make_snippet(own, "Arlo Minn painter", leak=True)  # not cut at the initial
+
+
 def test_search_snippets_keep_numbered_names(world):
     results = world.web.search("Vesalena Exhibition 1998", 4)
     assert results[0].title == "Vesalena Exhibition 1998"

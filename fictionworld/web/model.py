@@ -24,7 +24,9 @@ __all__ = ["Hit", "WorldModel", "TemplateWorldModel", "make_snippet", "SNIPPET_C
 SNIPPET_CHARS = 240
 MAX_SENTENCES = 40  # snippets come from the first sentences of long pages
 SCAN_CHARS = 4_000
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# Sentence ends, but never after an initial or inside a link's name: "Magdolna R. Vexo" and
+# "[St. Ovar](…)" are names, and a snippet cut there shows half of one (a namesake to a reader).
+_SENTENCES = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?![^\[\]\n]*\]\()\s+|\n+")
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{1,4}\b"
