@@ -344,3 +344,22 @@ def test_cli_open_with_the_server_down_says_so_and_serves_the_template(saved_wor
     assert world.web.pages.text(0).splitlines()[0] in r.stdout
     r = cli("search", saved_world, "anything", "--world-model", "sglang")
     assert r.returncode == 2 and "needs --world-model-url" in r.stderr
+
+
+def test_a_teased_number_in_a_name_is_still_the_name():
+    """ "Juopla Music Festival …" (its year teased) names the festival, not the place Juopla the
+    graph does not connect to the page: template snippets pass, an unrelated place still fails."""
+    import fictionworld as fw
+
+    web = fw.generate(seed=3, entities=2_000).web
+    v = Verifier(web)
+    results = web.search("Books published in 2014", 10)
+    rows = [web.pages.row_of_url[r.url] for r in results]
+    teased = [(row, r) for row, r in zip(rows, results) if re.search(r"\w+ Festival … ", r.snippet)]
+    assert teased  # the case: a numbered name teased in a snippet
+    for row, r in teased:
+        assert v.verify_result(v.grounding(row), r.title, r.snippet, leak=False).ok, r.snippet
+    row, r = teased[0]
+    stranger = next(n for n in v.names if n not in r.snippet and " " not in n and len(n) > 5)
+    bad = v.verify_result(v.grounding(row), r.title, r.snippet + f" It was moved to {stranger}.", leak=False)
+    assert not bad.ok

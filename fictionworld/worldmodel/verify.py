@@ -24,6 +24,7 @@ from rapidfuzz import fuzz
 
 from fictionworld.folding import fold_phrase
 from fictionworld.surface import MONTHS, find_dates, find_numbers
+from fictionworld.web.model import MASK
 from fictionworld.web.phrasing import LABELS, NEWS_SITES, SECTION, TYPE_LABEL
 from fictionworld.worldmodel.grounding import Claim, FactIndex, Grounding
 
@@ -66,6 +67,7 @@ _SPAN = re.compile(
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=\p{Lu}|\d|\[|\*)|\n+")
 _URL = re.compile(r"https?://\S+")
+_DIGITS = re.compile(r"\d+")
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
 _DAY_OF = re.compile(rf"\b(\d{{1,2}}) of ({'|'.join(MONTHS)})\b", re.I)
 _NO_COMMA = re.compile(rf"\b({'|'.join(MONTHS)}) (\d{{1,2}}) (\d{{4}})\b", re.I)
@@ -275,6 +277,8 @@ class Verifier:
             self._check_link(g, anchor, url, v)
         body = _URL.sub(" ", plain)
         known = [*g.texts, *(f for e in g.entities for f in (self.names[e], *self.world.entities.aliases[e]))]
+        # a snippet teases a name's number ("Juopla Music Festival …" for "… 2014"): still the name
+        known += [_DIGITS.sub(MASK, t) for t in known if _DIGITS.search(t)]
         for t in sorted(known, key=len, reverse=True):  # names on the page may hold other names
             body = body.replace(t, " ; ")  # ("Live in Priogla"): take them out first
         reported: set[str] = set()
