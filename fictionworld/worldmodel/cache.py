@@ -42,15 +42,36 @@ class RenderCache:
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         target = str(self.path) if self.path is not None else ":memory:"
+        # Processes opening a new cache at once can meet "database is locked" where SQLite's
+        # busy handler does not wait (switching to WAL): open again, within ``timeout``.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._db = self._open(target, timeout)
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise CacheError(
+                        f"{target}: not a usable render cache ({e}); move it away to start a new one"
+                    ) from None
+                time.sleep(0.05)
+            except sqlite3.DatabaseError as e:
+                raise CacheError(
+                    f"{target}: not a usable render cache ({e}); move it away to start a new one"
+                ) from None
+
+    def _open(self, target: str, timeout: float) -> sqlite3.Connection:
+        db = sqlite3.connect(target, timeout=timeout, check_same_thread=False, isolation_level=None)
         try:
-            self._db = sqlite3.connect(target, timeout=timeout, check_same_thread=False, isolation_level=None)
             if self.path is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as e:
-            raise CacheError(f"{target}: not a usable render cache ({e}); move it away to start a new one") from None
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     def get(self, ns: str, key: str) -> tuple[str, str, int] | None:
         """(body, source, attempts) stored for ``key``, or None."""
