@@ -2,7 +2,7 @@
 verifiers' own loader through a top-level module that re-exports ours (a taskset id is a module
 name), rollouts run by verifiers' ``Env`` (``serving`` then ``run_slot``: its interception server,
 our shared tool server in its own process, its ``null`` chat program as our harness) and by
-``vf-eval`` itself. The model is :class:`ScriptedChatServer`, a local stand-in that replays
+``vf-eval`` itself. The model is :func:`scripted_model`, a local stand-in that replays
 scripted turns (not a model). The oracle's trajectory scores 1.0 and reads exactly what the env's
 episode reads, faults included (seed and knobs reach the tool server through ``State``); garbage
 calls come back as tool messages, and wrong, hedged, several-candidate and missing answers score
@@ -16,8 +16,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -37,6 +35,7 @@ from fictionworld.env.prompts import system_prompt  # noqa: E402
 from fictionworld.env.trainer import REWARD_KEYS, TRAINER_ENV, Episode, export_rows, reward_info, task_of  # noqa: E402
 from fictionworld.integrations import verifiers as fv  # noqa: E402
 from fictionworld.tasks.model import write_tasks  # noqa: E402
+from fictionworld.testing.scripted_openai import Reply, ScriptedOpenAIServer  # noqa: E402
 from fictionworld.testing.trajectories import garbage_calls, oracle_calls  # noqa: E402
 from fictionworld.web.web import FAULT_TEXT  # noqa: E402
 
@@ -46,58 +45,20 @@ NOT_SCORED = ("oracle", "surrogate", "answer-tool")  # rollouts compared otherwi
 
 
 # -- a stand-in for the model ---------------------------------------------------------------------
-class ScriptedChatServer:
-    """Not a model: OpenAI-compatible ``POST /v1/chat/completions`` on 127.0.0.1 that streams (SSE,
-    as verifiers' chat program asks) a scripted assistant turn. The request's ``model`` names the
-    script; the number of assistant messages in the request picks the turn (past the end: an empty
-    reply). Every request is kept in ``requests``."""
+def scripted_model(scripts: dict[str, list[dict]]) -> ScriptedOpenAIServer:
+    """Not a model: the scripted OpenAI-compatible server, streaming (as verifiers' chat program
+    asks) the turn of a script. The request's ``model`` names the script; the number of assistant
+    messages in the request picks the turn (past the end: an empty reply)."""
 
-    def __init__(self, scripts: dict[str, list[dict]]):
-        self.scripts, self.requests = scripts, []
+    def reply(req: dict) -> Reply:
+        turns, n = scripts[req["model"]], sum(m["role"] == "assistant" for m in req["messages"])
+        turn = turns[n] if n < len(turns) else {}
+        calls = [{"id": f"call_{n}_{i}", "type": "function",
+                  "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
+                               else json.dumps(c["arguments"])}} for i, c in enumerate(turn.get("calls", []))]  # fmt: skip
+        return Reply(content=turn.get("text") or "", tool_calls=calls or None)
 
-    def __enter__(self) -> ScriptedChatServer:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.requests.append(body)
-                turns, n = owner.scripts[body["model"]], sum(m["role"] == "assistant" for m in body["messages"])
-                data = _stream(turns[n] if n < len(turns) else {}, n)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _stream(turn: dict, n: int) -> bytes:
-    """One turn (``{"calls": [{"name", "arguments"}], "text": …}``) as an OpenAI chat-completion
-    stream: the whole message in one chunk, then the usage, then ``[DONE]``."""
-    calls = [{"index": i, "id": f"call_{n}_{i}", "type": "function",
-              "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
-                           else json.dumps(c["arguments"])}} for i, c in enumerate(turn.get("calls", []))]  # fmt: skip
-    delta = {"role": "assistant", "content": turn.get("text")} | ({"tool_calls": calls} if calls else {})
-    head = {"id": f"turn-{n}", "object": "chat.completion.chunk", "created": 0, "model": "scripted"}
-    events = [head | {"choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls" if calls else "stop"}]},
-              head | {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]  # fmt: skip
-    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    return ScriptedOpenAIServer(reply)
 
 
 def replay(calls: list[dict], answer: str | None) -> list[dict]:
@@ -187,8 +148,8 @@ def run(plugin, world, saved_world, tasks_file):
     launch.addHandler(records)
     level, launch.level = launch.level, logging.INFO
     try:
-        with ScriptedChatServer(scripts) as model:
-            traces = asyncio.run(_run(env, plan, model.url))
+        with scripted_model(scripts) as model:
+            traces = asyncio.run(_run(env, plan, model.base_url))
     finally:
         launch.removeHandler(records)
         launch.setLevel(level)
@@ -322,8 +283,8 @@ def test_vf_eval_runs_the_taskset_from_its_command_line(plugin, world, saved_wor
             "--env.agent.runtime.type", "subprocess", "--env.agent.max-turns", "30", "-m", "oracle",
             "--client.base-url", "", "--client.api-key-var", "FICTIONWORLD_NO_KEY", "-n", "1", "-r", "1",
             "--no-push", "--no-rich", "-o", str(tmp_path), "--run.name", "oracle"]  # fmt: skip
-    with ScriptedChatServer({"oracle": replay(calls[:-1], calls[-1]["arguments"]["text"])}) as model:
-        argv[argv.index("--client.base-url") + 1] = model.url
+    with scripted_model({"oracle": replay(calls[:-1], calls[-1]["arguments"]["text"])}) as model:
+        argv[argv.index("--client.base-url") + 1] = model.base_url
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")])}
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

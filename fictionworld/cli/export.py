@@ -86,6 +86,23 @@ def _export(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fract
     return summary
 
 
+ToolsOpt = Annotated[
+    str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, memory (basic + dict_memory) or all.")
+]
+ModelOpt = Annotated[str, typer.Option(help="Model path or hub id the launch script trains.")]
+
+
+def _launcher(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fraction: float, seed: int,
+              knob: list[str] | None, tools: str, model: str, **options) -> None:  # fmt: skip
+    """A trainer whose export writes a launch script (verl, SkyRL): the tool set checked, the
+    model passed on when given, and the script named."""
+    if tools not in TOOL_SETS:
+        fail(f"--tools must be one of {', '.join(TOOL_SETS)}, not {tools!r}")
+    extra = {"model_path": model} if model else {}
+    _export(target, tasks_path, world, out_dir, val_fraction, seed, knob, tools=tools, **options, **extra)
+    err.print(f"train with: bash {out_dir / 'train.sh'}", highlight=False)
+
+
 def verl(
     tasks_path: TasksArg,
     world: WorldOpt,
@@ -93,17 +110,11 @@ def verl(
     val_fraction: ValOpt = 0.1,
     seed: SeedOpt = 0,
     knob: KnobOption = None,
-    tools: Annotated[
-        str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, memory (basic + dict_memory) or all.")
-    ] = "basic",
-    model: Annotated[str, typer.Option(help="Model path or hub id the launch script trains.")] = "",
+    tools: ToolsOpt = "basic",
+    model: ModelOpt = "",
 ) -> None:
     """verl: train/val Parquet, tools.yaml, agent_loop.yaml and a GRPO launch script (train.sh)."""
-    if tools not in TOOL_SETS:
-        fail(f"--tools must be one of {', '.join(TOOL_SETS)}, not {tools!r}")
-    extra = {"model_path": model} if model else {}
-    _export("verl", tasks_path, world, out_dir, val_fraction, seed, knob, tools=tools, **extra)
-    err.print(f"train with: bash {out_dir / 'train.sh'}", highlight=False)
+    _launcher("verl", tasks_path, world, out_dir, val_fraction, seed, knob, tools, model)
 
 
 def trl(
@@ -125,20 +136,14 @@ def skyrl(
     val_fraction: ValOpt = 0.1,
     seed: SeedOpt = 0,
     knob: KnobOption = None,
-    tools: Annotated[
-        str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, memory or all.")
-    ] = "basic",
-    model: Annotated[str, typer.Option(help="Model path or hub id the launch script trains.")] = "",
+    tools: ToolsOpt = "basic",
+    model: ModelOpt = "",
     max_turns: Annotated[
         int, typer.Option(help="Turns per trajectory (SkyRL's generator.max_turns; >= 1).", min=1)
     ] = 30,
 ) -> None:
     """SkyRL: train/val Parquet (env_class, reward_spec, extra_info) and a launch script (train.sh)."""
-    if tools not in TOOL_SETS:
-        fail(f"--tools must be one of {', '.join(TOOL_SETS)}, not {tools!r}")
-    extra = {"model_path": model} if model else {}
-    _export("skyrl", tasks_path, world, out_dir, val_fraction, seed, knob, tools=tools, max_turns=max_turns, **extra)
-    err.print(f"train with: bash {out_dir / 'train.sh'}", highlight=False)
+    _launcher("skyrl", tasks_path, world, out_dir, val_fraction, seed, knob, tools, model, max_turns=max_turns)
 
 
 def lwm(

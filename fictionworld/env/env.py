@@ -37,8 +37,9 @@ from fictionworld.knobs import Knobs, Schedule
 from fictionworld.scoring import RewardConfig, Scores, reward, score_strict
 from fictionworld.seeding import mix64_int
 from fictionworld.web import ToolStatus
-from fictionworld.web.pages import AGENTWORLD_RESULTS, UNDATED_KINDS
+from fictionworld.web.pages import AGENTWORLD_RESULTS
 from fictionworld.web.text import valid_text
+from fictionworld.web.web import SearchCall
 from fictionworld.worldmodel.config import TEMPLATE, WorldModelConfig, with_world_model
 
 __all__ = ["SearchEnv", "EnvConfig", "StepRecord", "EPISODE_OVER", "ELIDED_OBSERVATION", "AGENTWORLD_RESULTS"]
@@ -312,19 +313,10 @@ class SearchEnv:
             status = "ok" if ok else "error"
             error = None if ok else text.removeprefix("Error: ").rstrip(".")
         elif call.name in ("search", "web_search"):
-            # web_search is AgentWorld's: 10 results a query, no pages, reference pages undated
-            agentworld = call.name == "web_search"
-            queries = call.arguments["queries"] if agentworld else [call.arguments["query"]]
-            page = 1 if agentworld else call.arguments.get("page", 1)
-            k, undated = (AGENTWORLD_RESULTS, UNDATED_KINDS) if agentworld else (None, ())
-            parts, statuses = [], []
-            for q in queries:
-                res = self.session.search(q, k, page, undated=undated)
-                statuses.append(res.status)
-                fault = fault or res.fault
-                parts.append(res.text if len(queries) == 1 else f"## Results for {q!r}\n\n{res.text}")
-            text = "\n\n".join(parts)
-            status = "ok" if "ok" in statuses else statuses[0]  # several queries: ok if any worked
+            search = SearchCall.of(call.name, call.arguments)
+            parts = [(q, search.run(self.session, q)) for q in search.queries]
+            fault = next((r.fault for _, r in parts if r.fault), None)
+            text, status = SearchCall.join(parts)
         else:
             res = self.session.open(call.arguments["url"])
             status, fault, text = res.status, res.fault, res.text

@@ -207,6 +207,14 @@ def load_episode_answers(path: str | Path) -> dict[str, dict[int, str | None]]:
 
 def _episode_answers(path: Path, lines: list[str]) -> dict[str, dict[int, str | None]]:
     out: dict[str, dict[int, str | None]] = {}
+    for (task_id, sample), rec in _episodes(path, lines).items():
+        out.setdefault(task_id, {})[sample] = rec.get("answer")
+    return out
+
+
+def _episodes(path: Path, lines: list[str]) -> dict[tuple[str, int], dict]:
+    """(task_id, sample) → the episode record last written for it, each record checked."""
+    out: dict[tuple[str, int], dict] = {}
     last = max((n for n, ln in enumerate(lines, 1) if ln.strip()), default=0)
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -225,7 +233,7 @@ def _episode_answers(path: Path, lines: list[str]) -> dict[str, dict[int, str | 
         answer = rec.get("answer")
         if answer is not None and not isinstance(answer, str):
             raise ResponseError(f"{path}:{n}: field 'answer' must be text or null, not {type(answer).__name__}")
-        out.setdefault(task_id, {})[_sample(rec, path, n)] = answer
+        out[(task_id, _sample(rec, path, n))] = rec
     return out
 
 
@@ -271,29 +279,21 @@ def write_official_responses(episodes: str | Path, out_dir: str | Path, model: s
     (:data:`OFFICIAL_RESPONSE_FIELDS`, nothing else). ``response`` is the episode's answer ("" when
     it has none: an empty table scores 0 there, as here); an episode recorded twice counts as last
     written. ``model`` is the evaluator's ``--model_config_name``: letters, digits, ``.``, ``_``, ``-``.
-    Returns the files written, in episode order."""
+    Returns the files written, task by task as the run first wrote them, trials in order."""
     if not isinstance(model, str) or not OFFICIAL_MODEL_NAME.fullmatch(model):
         raise ResponseError(f"model name {model!r} must be 1 to 128 letters, digits, '.', '_' or '-' "
                             "(it starts the official response file names)")  # fmt: skip
     path = Path(episodes)
     path = path / EPISODES_FILE if path.is_dir() else path
-    answers = load_episode_answers(path)  # checks every record; a cut-off last line is skipped
-    messages: dict[tuple[str, int], list] = {}
-    for line in _read_text(path, "episodes", ResponseError).splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # only a cut-off last line gets here (load_episode_answers refused others)
-        if isinstance(rec, dict) and isinstance(rec.get("messages"), list):
-            messages[(rec["task_id"], _sample(rec, path, 0))] = rec["messages"]
+    records = _episodes(path, _read_text(path, "episodes", ResponseError).splitlines())  # a cut-off last line skipped
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for iid, trials in answers.items():
-        for trial, answer in sorted(trials.items()):
-            record = {"instance_id": iid, "response": answer or "", "messages": messages.get((iid, trial)),
-                      "trial_idx": trial}  # fmt: skip
-            f = out_dir / f"{model}_{iid}_{trial}_response.jsonl"
-            f.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
-            written.append(f)
+    order = {iid: i for i, iid in enumerate(dict.fromkeys(iid for iid, _ in records))}  # as the run first wrote them
+    for (iid, trial), rec in sorted(records.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        messages = rec.get("messages") if isinstance(rec.get("messages"), list) else None
+        record = {"instance_id": iid, "response": rec.get("answer") or "", "messages": messages, "trial_idx": trial}
+        f = out_dir / f"{model}_{iid}_{trial}_response.jsonl"
+        f.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(f)
     return written

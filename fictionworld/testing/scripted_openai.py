@@ -2,7 +2,8 @@
 
 It is not a model: it answers ``POST /v1/chat/completions`` (and SGLang's native ``POST
 /generate``, with ``{"text", "meta_info"}``) with replies a test scripts in advance (text, an HTTP status, a delay, or a function of the request), and records every
-request it received. LLM code paths are tested against it because no LLM runs on CI machines.
+request it received. A chat request with ``"stream": true`` gets the reply as a server-sent
+event stream: the whole message in one chunk, then the usage, then ``[DONE]``. LLM code paths are tested against it because no LLM runs on CI machines.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class ScriptedOpenAIServer:
                     meta = {"id": "scripted", "finish_reason": {"type": "stop"}, "prompt_tokens": 0,
                             "completion_tokens": 0, "cached_tokens": 0}  # fmt: skip
                     body = json.dumps({"text": reply.content, "meta_info": meta}).encode()
+                elif req.get("stream"):
+                    body = _stream(reply, req.get("model", ""))
                 else:
                     body = json.dumps(
                         {
@@ -97,7 +100,8 @@ class ScriptedOpenAIServer:
                     ).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    stream = req.get("stream") and reply.raw is None
+                    self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
@@ -117,3 +121,13 @@ class ScriptedOpenAIServer:
     def __exit__(self, *exc) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _stream(reply: Reply, model: str) -> bytes:
+    """``reply`` as an OpenAI chat-completion event stream."""
+    calls = [{"index": i, **c} for i, c in enumerate(reply.tool_calls or ())]
+    delta = {"role": "assistant", "content": reply.content or None} | ({"tool_calls": calls} if calls else {})
+    head = {"id": "scripted", "object": "chat.completion.chunk", "created": 0, "model": model}
+    events = [head | {"choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls" if calls else "stop"}]},
+              head | {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]  # fmt: skip
+    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"

@@ -23,13 +23,23 @@ from fictionworld.seeding import mix64
 from fictionworld.web.index import SearchBackend, TantivyIndex
 from fictionworld.web.linker import EntityLinker, Link, Speller, words
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
-from fictionworld.web.pages import LAYERS, Page, PageNotFound, PageTable, SearchResult, WebError
+from fictionworld.web.pages import (
+    AGENTWORLD_RESULTS,
+    LAYERS,
+    UNDATED_KINDS,
+    Page,
+    PageNotFound,
+    PageTable,
+    SearchResult,
+    WebError,
+)
 from fictionworld.web.render import RENDERER, plain_text, render_pages
 from fictionworld.web.text import first_surrogate, short_repr
 
 __all__ = [
     "Web",
     "WebSession",
+    "SearchCall",
     "ToolResult",
     "ToolStatus",
     "SearchResults",
@@ -79,6 +89,39 @@ def format_results(
             return f"No more results for '{query}': page {page} is past the last page ({last_page})."
         return f"No results found for '{query}'. Try different words."
     return "\n\n".join(r.text(offset + i + 1, undated=undated) for i, r in enumerate(results))
+
+
+class SearchCall(BaseModel):
+    """A search tool call as the env runs it: ``search`` is one query and a result page;
+    ``web_search`` (Qwen-AgentWorld's) is up to five queries of 10 results each, no pages, with
+    reference pages undated. The env and the LWM export both run calls through this."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queries: list[str]
+    page: int = 1
+    k: int | None = None  # None: the knobs' results_per_page
+    undated: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, tool: str, arguments: dict) -> SearchCall:
+        """The call of ``tool`` (``search`` or ``web_search``) with checked ``arguments``."""
+        if tool == "web_search":
+            return cls(queries=list(arguments["queries"]), k=AGENTWORLD_RESULTS, undated=UNDATED_KINDS)
+        return cls(queries=[arguments["query"]], page=arguments.get("page", 1))
+
+    def run(self, session: WebSession, query: str) -> ToolResult:
+        return session.search(query, self.k, self.page, undated=self.undated)
+
+    @staticmethod
+    def join(parts: list[tuple[str, ToolResult]]) -> tuple[str, ToolStatus]:
+        """The observation of (query, result) parts: one query's text as it is, several each
+        under a ``## Results for '…'`` heading; ok if any query worked."""
+        text = (
+            parts[0][1].text if len(parts) == 1 else "\n\n".join(f"## Results for {q!r}\n\n{r.text}" for q, r in parts)
+        )
+        statuses = [r.status for _, r in parts]
+        return text, ("ok" if "ok" in statuses else statuses[0])
 
 
 class Web:

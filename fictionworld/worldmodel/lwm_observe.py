@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fictionworld.web.pages import AGENTWORLD_RESULTS, LAYERS, UNDATED_KINDS, Page
-from fictionworld.web.web import FAULT_TEXT, ToolResult, WebSession, _parse_url
+from fictionworld.web.pages import LAYERS, Page
+from fictionworld.web.web import FAULT_TEXT, SearchCall, ToolResult, WebSession, _parse_url
 
 __all__ = ["Observed", "Part", "Result", "observe", "page_kind", "WEB_TOOLS"]
 
@@ -100,24 +100,21 @@ def observe(session: WebSession, tool: str, arguments: dict, faults: list[str] |
             obs.row = web.pages.row_of_url[_parse_url(res.page.url)[0]]
             obs.kind, obs.layer = page_kind(web, obs.row), _layer(web, obs.row)
         return obs
-    agentworld = tool == "web_search"  # as the env runs it: 10 results a query, reference pages undated
-    queries = list(arguments["queries"]) if agentworld else [arguments["query"]]
-    page = 1 if agentworld else arguments.get("page", 1)
-    k, undated = (AGENTWORLD_RESULTS, UNDATED_KINDS) if agentworld else (None, ())
-    offset = (page - 1) * (k or knobs.results_per_page)
-    parts = []
-    for q in queries:
+    search = SearchCall.of(tool, arguments)  # as the env runs it
+    offset = (search.page - 1) * (search.k or knobs.results_per_page)
+    ran = []
+    for q in search.queries:
         kind_of_fault = fault()
-        res = _fault_result(kind_of_fault) if kind_of_fault else session.search(q, k, page, undated=undated)
+        ran.append((q, _fault_result(kind_of_fault) if kind_of_fault else search.run(session, q)))
+    parts = []
+    for q, res in ran:
         results = []
         for i, r in enumerate(res.results):
             row = web.pages.row_of_url[r.url]
             results.append(Result(offset + i + 1, r.url, r.title, row, web.leaks(q, row, knobs.snippet_leak_rate),
-                                  undated=r.kind in undated))  # fmt: skip
+                                  undated=r.kind in search.undated))  # fmt: skip
         parts.append(Part(q, res.status, res.text, results, res.fault))
-    text = parts[0].text if len(parts) == 1 else "\n\n".join(f"## Results for {p.query!r}\n\n{p.text}" for p in parts)
-    statuses = [p.status for p in parts]
-    status = "ok" if "ok" in statuses else statuses[0]
+    text, status = SearchCall.join(ran)
     kind = "search" if len(parts) > 1 or status == "ok" else ("fault" if status == "fault" else "error")
     return Observed(tool, arguments, kind, status, text, parts=parts)
 

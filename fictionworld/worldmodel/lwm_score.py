@@ -69,16 +69,18 @@ def _read_rows(f: Path) -> list[dict]:
         except Exception as e:  # noqa: BLE001 — pyarrow raises several kinds for a bad file
             raise LwmError(f"{f}: not a Parquet file ({type(e).__name__})") from None
         return [_checked(r, f, n) for n, r in enumerate(rows, 1)]
-    rows = []
+    return [_checked(rec, f, n) for n, rec in _json_lines(f)]
+
+
+def _json_lines(f: Path):
+    """(line number, record) of each non-blank line of a JSON Lines file; LwmError at the first bad one."""
     for n, line in enumerate(_text(f).splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            yield n, json.loads(line)
         except json.JSONDecodeError as e:
             raise LwmError(f"{f}:{n}: not JSON ({e.msg})") from None
-        rows.append(_checked(rec, f, n))
-    return rows
 
 
 def _checked(rec, f: Path, n: int) -> dict:
@@ -121,13 +123,7 @@ def read_predictions(path: str | Path) -> dict[str, str]:
     if not path.exists():
         raise LwmError(f"{path}: no such file")
     out: dict[str, str] = {}
-    for n, line in enumerate(_text(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise LwmError(f"{path}:{n}: not JSON ({e.msg})") from None
+    for n, rec in _json_lines(path):
         if not isinstance(rec, dict) or "id" not in rec:
             raise LwmError(f'{path}:{n}: not a prediction (expected {{"id": …, "prediction": "…"}})')
         text = rec.get("prediction", rec.get("gen"))
