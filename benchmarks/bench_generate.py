@@ -8,6 +8,14 @@ that this design replaced run on the same data, and the ratios are printed:
 
     python benchmarks/bench_generate.py                    # 10k, 100k, 1M
     python benchmarks/bench_generate.py --sizes 10000 --profile
+
+``--full`` times the whole build instead (graph + validate + pages + index, as ``fictionworld
+generate`` runs it) with 1 and 2 workers, local processes or ``--ray`` tasks, and prints per
+stage entities/s and pages/s, peak RSS per process and of the whole process tree (sampled),
+disk bytes per entity, and the speed-up of 2 workers over 1 on the same machine:
+
+    python benchmarks/bench_generate.py --full --sizes 100000 1000000
+    python benchmarks/bench_generate.py --full --ray --sizes 100000 --workers 1 2
 """
 
 from __future__ import annotations
@@ -65,13 +73,91 @@ print(json.dumps(out))
 """
 
 
+FULL_CHILD = r"""
+import json, os, sys, tempfile, threading, time
+import psutil
+n, workers, use_ray, keep = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+from fictionworld.spec import default_spec
+from fictionworld.web.shards import build_world
+me = psutil.Process()
+peak = {"total": 0, "per_process": 0, "processes": 0}
+stop = threading.Event()
+def sample():
+    while not stop.is_set():
+        procs = [me] + me.children(recursive=True)
+        rss = []
+        for p in procs:
+            try:
+                rss.append(p.memory_info().rss)
+            except psutil.Error:
+                pass
+        peak["total"] = max(peak["total"], sum(rss))
+        peak["per_process"] = max(peak["per_process"], max(rss))
+        peak["processes"] = max(peak["processes"], len(rss))
+        stop.wait(0.2)
+threading.Thread(target=sample, daemon=True).start()
+with tempfile.TemporaryDirectory(dir=keep or None) as d:
+    t = time.perf_counter()
+    s = build_world(default_spec(n), 1, d + "/w", workers=workers, use_ray=use_ray)
+    wall = time.perf_counter() - t
+    stop.set()
+    disk = sum(f.stat().st_size for f in __import__("pathlib").Path(d, "w").rglob("*") if f.is_file())
+if use_ray:
+    import ray; ray.shutdown()
+print(json.dumps(dict(n=n, workers=workers, ray=use_ray, wall_s=wall, disk=disk, peak=peak,
+                      **{k: s[k] for k in ("entities", "facts", "pages", "shards", "times")})))
+"""
+
+
+def full(args) -> None:
+    rows = []
+    for n in args.sizes:
+        by_workers = {}
+        for w in args.workers:
+            res = subprocess.run(
+                [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or ""],
+                capture_output=True,
+                text=True,
+            )
+            if res.returncode != 0:
+                sys.exit(f"full build at {n} with {w} workers failed:\n{res.stderr[-3000:]}")
+            r = json.loads(res.stdout.strip().splitlines()[-1])
+            by_workers[w] = r
+            rows.append(r)
+            t = r["times"]
+            print(f"\n== full build, {r['entities']:,} entities, {r['facts']:,} facts, {r['pages']:,} pages, "
+                  f"{w} worker(s){' on Ray' if r['ray'] else ''}, {r['shards']} shards")  # fmt: skip
+            print(f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)")
+            print(f"  graph (generate + save) {t['graph_s']:.1f} s ({r['entities'] / t['graph_s']:,.0f} entities/s)")
+            print(f"  shards (validate + render + index) {t['shards_s']:.1f} s ({r['pages'] / t['shards_s']:,.0f} pages/s); "
+                  f"validation done after {t.get('check_done_s', float('nan')):.1f} s")  # fmt: skip
+            print(f"  join (URLs, pages.arrow, index) {t['finish_s']:.1f} s")
+            p = r["peak"]
+            print(f"  peak RSS: one process {p['per_process'] / 2**30:.2f} GiB, all {p['processes']} processes together "
+                  f"{p['total'] / 2**30:.2f} GiB (sum of RSS: shared pages counted in each)")  # fmt: skip
+            print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity")
+        if len(by_workers) > 1:
+            ws = sorted(by_workers)
+            base = by_workers[ws[0]]["wall_s"]
+            for w in ws[1:]:
+                print(f"  speed-up of {w} workers over {ws[0]}: {base / by_workers[w]['wall_s']:.2f}x")
+    if args.json:
+        print(json.dumps(rows, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--peer-max", type=int, default=100_000, help="largest size to also build the networkx peer for")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of generation")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--full", action="store_true", help="time the whole build (graph + validate + web + index)")
+    ap.add_argument("--ray", action="store_true", help="with --full: build as Ray tasks on a local cluster")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="with --full: worker counts to compare")
+    ap.add_argument("--tmp", default=None, help="with --full: directory for the worlds (default: the system's)")
     args = ap.parse_args()
+    if args.full:
+        return full(args)
     rows = []
     for n in args.sizes:
         t = time.perf_counter()

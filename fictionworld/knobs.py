@@ -99,9 +99,13 @@ class Schedule(BaseModel):
 class WebSpec(BaseModel):
     """How the web of a world is built. ``knobs`` are the default episode knobs;
     ``perturbation_pool`` is the share of entities that get perturbation pages (one near-miss,
-    one confusable and one conflicting page each), shown per episode by the knob rates."""
+    one confusable and one conflicting page each), shown per episode by the knob rates;
+    ``block`` is how many entities one render block holds (the unit of a sharded build)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     knobs: Knobs = Knobs()
     perturbation_pool: float = Field(0.25, ge=0, le=1)
+    # Pages are rendered and ordered in blocks of this many entities; a build split over
+    # processes or machines hands out whole blocks, so every split gives the same web.
+    block: int = Field(4096, ge=16, le=1 << 20)

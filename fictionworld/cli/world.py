@@ -70,13 +70,81 @@ def generate(
     spec: Annotated[Path | None, typer.Option(help="World spec YAML (default: the shipped spec).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing world directory.")] = False,
     web: Annotated[bool, typer.Option("--web/--no-web", help="Render the pages and build the search index.")] = True,
+    workers: Annotated[
+        int | None, typer.Option(help="Processes (or Ray CPUs) building the web, 1 to 1024; default: every core.", min=1, max=1024)
+    ] = None,
+    shards: Annotated[
+        int | None,
+        typer.Option(
+            help="Tasks the web build is cut into, 1 to 100,000 (default: 4 per worker); any number gives the same world.",
+            min=1,
+            max=100_000,
+        ),
+    ] = None,
+    use_ray: Annotated[bool, typer.Option("--ray", help="Build as Ray tasks (a local cluster unless --address).")] = False,
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster to build on, e.g. 'auto' (implies --ray); every node must see --out.")
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--validate/--no-validate", help="Check every constraint during the build; exit 1 on any violation.")
+    ] = True,
 ) -> None:
-    """Generate a world (and its web) and save it in format fictionworld/1."""
+    """Generate a world (and its web) and save it in format fictionworld/1.
+
+    The web is rendered and indexed in shards over local processes (or Ray tasks with --ray);
+    the world is the same for any number of shards, workers or machines. A build that was
+    killed continues from its finished shards when the same command is run again."""
     from fictionworld.spec import default_spec
-    from generators import generate_world, plan
 
     check_output(out_dir, directory=True)
     world_spec = _read_spec(spec, entities) if spec is not None else default_spec(entities)
+    if (out_dir / "manifest.json").exists() and not force:
+        fail(f"{out_dir} holds a world (use --force to overwrite)")
+    if not web:
+        return _generate_graph(out_dir, world_spec, seed, force)
+    from fictionworld.web.shards import BuildError, build_world
+
+    t0 = time.perf_counter()
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("generating", total=1)
+
+        def step(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=stage, completed=done, total=total)
+
+        try:
+            summary = build_world(
+                world_spec, seed, out_dir, workers=workers, shards=shards, use_ray=use_ray or bool(address),
+                address=address, validate=check, force=force, progress=step,
+            )  # fmt: skip
+        except (FileExistsError, BuildError) as exc:
+            fail(str(exc))
+    dt = time.perf_counter() - t0
+    if summary["resumed_shards"]:
+        err.print(f"resumed: {summary['resumed_shards']} of {summary['shards']} shards were already rendered")
+    out.print(
+        f"world [bold]{out_dir}[/]: {summary['entities']:,} entities, {summary['facts']:,} facts, "
+        f"{summary['pages']:,} pages, hash {summary['world_hash'][:16]} ({dt:.1f} s)",
+        highlight=False,
+    )
+    if summary["violations"]:
+        kinds = Counter(v["kind"] for v in summary["violations"])
+        err.print(f"[red]{len(summary['violations'])} constraint violations[/] ({dict(kinds)}); "
+                  f"run `fictionworld validate {out_dir}` for the list")  # fmt: skip
+        raise typer.Exit(1)
+
+
+def _generate_graph(out_dir: Path, world_spec, seed: int, force: bool) -> None:
+    """``generate --no-web``: the graph alone, in this process."""
+    from generators import generate_world, plan
+
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         fail(f"{out_dir} exists and is not empty (use --force to overwrite)")
     steps = plan(world_spec.counts())
@@ -90,20 +158,16 @@ def generate(
         console=err,
         transient=False,
     ) as progress:
-        task = progress.add_task("generating", total=len(steps) + 2 + (_WEB_STAGES if web else 0))
+        task = progress.add_task("generating", total=len(steps) + 2)
 
         def step(name: str) -> None:
             progress.update(task, description=f"generating: {name}")
             progress.advance(task)
 
         world = generate_world(world_spec, seed, progress=step)
-        if web:
-            from fictionworld.web import Web
-
-            world.web = Web.build(world, progress=step)
         progress.update(task, description="saving")
         try:
-            world.save(out_dir, overwrite=force, web=web)
+            world.save(out_dir, overwrite=force, web=False)
         except FileExistsError as exc:
             fail(str(exc))
         progress.update(task, description="done", completed=progress.tasks[0].total)

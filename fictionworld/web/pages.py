@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
 
-__all__ = ["Page", "PageNotFound", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "UNDATED_KINDS", "AGENTWORLD_RESULTS", "WebError"]
+__all__ = ["Page", "PageNotFound", "PAGE_SCHEMA", "PAGE_COLUMNS", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "UNDATED_KINDS", "AGENTWORLD_RESULTS", "WebError"]
 
 PAGE_KINDS = (
     "article",  # encyclopedia article about one entity
@@ -95,7 +95,7 @@ class SearchResult(BaseModel):
         return f"[{n}] {self.url}\nTitle: {self.title}\nSnippet: {self.snippet}\nDate: {date}"
 
 
-_SCHEMA = pa.schema(
+PAGE_SCHEMA = pa.schema(
     [
         ("url", pa.string()),
         ("site", pa.string()),
@@ -111,6 +111,9 @@ _SCHEMA = pa.schema(
         ("u", pa.float32()),  # visibility draw of a perturbation page: shown when u < its rate
     ]
 )
+
+
+PAGE_COLUMNS: tuple[str, ...] = tuple(PAGE_SCHEMA.names)
 
 
 @dataclass(eq=False)
@@ -136,7 +139,7 @@ class PageTable:
 
     @classmethod
     def from_rows(cls, rows: dict[str, list]) -> PageTable:
-        return cls(pa.table(rows, schema=_SCHEMA))
+        return cls(pa.table(rows, schema=PAGE_SCHEMA))
 
     def text(self, row: int) -> str:
         return self.table.column("text")[row].as_py()
@@ -174,6 +177,6 @@ class PageTable:
         """Memory-maps the Arrow file: opening is O(1) in the text size."""
         source = pa.memory_map(str(path), "r")
         table = ipc.open_file(source).read_all()
-        if table.schema != _SCHEMA:
+        if table.schema != PAGE_SCHEMA:
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
         return cls(table)

@@ -5,11 +5,12 @@ knob rates decide per episode which of them are shown."""
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 
 from fictionworld.schema import PREDICATES, RELATIONS, DType
-from fictionworld.seeding import rng
+from fictionworld.seeding import mix64_int, rng
 from fictionworld.web.phrasing import DISTRACTOR_KINDS, LABELS, SECTION, TYPE_LABEL
 from fictionworld.web.text import DTYPE, a_or_an, date_of, slug
 
@@ -25,17 +26,24 @@ class PerturbationPages:
     """Mixin of the template renderer: the layers behind the distractor, confusable and
     conflict knobs."""
 
-    def perturbations(self) -> None:
-        self.progress("pages: perturbation layers")
+    def _pool(self) -> np.ndarray:
+        """Which entities get perturbation pages: a seeded draw of ``pool_share`` of them."""
         n = len(self.names)
         pick = rng(self.seed, "web-perturbations")
-        pool = np.sort(pick.choice(n, size=int(round(self.pool_share * n)), replace=False)) if n else np.array([], int)
-        r = random.Random(int(pick.integers(2**63)))  # scalar draws: the stdlib generator is faster
-        real = set(self.names)
-        for e in pool.tolist():
+        out = np.zeros(n, bool)
+        if n:
+            out[pick.choice(n, size=int(round(self.pool_share * n)), replace=False)] = True
+        return out
+
+    def perturbations(self, entities: range) -> None:
+        if self._real is None:
+            self._real = set(self.names)
+        for e in np.flatnonzero(self.in_pool[entities.start : entities.stop]).tolist():
+            e += entities.start
+            r = random.Random(mix64_int(e, self.seed + 0x5EED))  # per entity: any split renders the same
             self._conflict(e, r)
             self._distractor(e, r)
-            self._confusable(e, r, real)
+            self._confusable(e, r, self._real)
 
     def _wrong(self, p: str, v, r: random.Random):
         dtype = DTYPE[p]
@@ -51,7 +59,7 @@ class PerturbationPages:
         return None
 
     def _conflict(self, e: int, r: random.Random) -> None:
-        rows = [x for x in self.by_subject[e].tolist() if PREDICATES[self.pred[x]] not in RELATIONS]
+        rows = [x for x in self.by_subject[e] if PREDICATES[self.pred[x]] not in RELATIONS]
         rows = [x for x in rows if DTYPE[PREDICATES[self.pred[x]]] in (DType.DATE, DType.INT, DType.FLOAT)]
         if not rows:
             return
@@ -71,7 +79,7 @@ class PerturbationPages:
             text = f"A few notes I jotted down after reading about {name}. {' '.join(claims)} Interesting stuff."
             site, base, kind = BLOG[0], BLOG[1], "blog"
         self.out.add(
-            url=self.out.unique_url(base + slug(title)),
+            url=base + slug(title),
             site=site,
             title=title,
             kind=kind,
@@ -92,7 +100,7 @@ class PerturbationPages:
         place = next(
             (
                 self.obj[x]
-                for x in self.by_subject[e].tolist()
+                for x in self.by_subject[e]
                 if SECTION.get(PREDICATES[self.pred[x]]) in ("Location", "Life")
             ),
             -1,
@@ -101,7 +109,7 @@ class PerturbationPages:
         text = (f"**{title}** is {a_or_an(kind)} {kind}{where} not to be confused with the {TYPE_LABEL[self.types[e]]} "
                 f"{self.names[e]}. It started out in {year} and today counts {count:,} followers.")  # fmt: skip
         self.out.add(
-            url=self.out.unique_url(FANSITE[1] + slug(title)),
+            url=FANSITE[1] + slug(title),
             site=FANSITE[0],
             title=title,
             kind="blog",
@@ -116,7 +124,7 @@ class PerturbationPages:
         name = confusable_name(self.names[e], r, real)
         if name is None:
             return
-        rows = self.by_subject[e].tolist()
+        rows = self.by_subject[e]
         sent = []
         for x in rows:
             p = PREDICATES[self.pred[x]]
@@ -129,7 +137,7 @@ class PerturbationPages:
                 sent.append(self.sentence(x, salt=13, value=w).replace(self.names[e], name))
         t = TYPE_LABEL[self.types[e]]
         self.out.add(
-            url=self.out.unique_url(PROFILES[1] + slug(name)),
+            url=PROFILES[1] + slug(name),
             site=PROFILES[0],
             title=f"{name} – {t} profile",
             kind="profile",
@@ -142,6 +150,11 @@ class PerturbationPages:
 
 
 _VOWELS = "aeiou"
+_NOT_LETTER = re.compile(r"[\W_]+")
+
+
+def _letters(name: str) -> str:
+    return _NOT_LETTER.sub("", name.casefold())
 
 
 def confusable_name(name: str, r: random.Random, taken: set[str]) -> str | None:
@@ -168,6 +181,6 @@ def confusable_name(name: str, r: random.Random, taken: set[str]) -> str | None:
             k = vs[int(r.randrange(len(vs)))]
             v = w[:k] + _VOWELS[(_VOWELS.index(w[k]) + 1 + int(r.randrange(4))) % 5] + w[k + 1 :]
         cand = " ".join(words[:i] + [v] + words[i + 1 :])
-        if cand != name and cand not in taken:
+        if _letters(cand) != _letters(name) and cand not in taken:  # "Segia''s" is still "Segia's"
             return cand
     return None

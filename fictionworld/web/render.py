@@ -13,13 +13,15 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
 from fictionworld.seeding import hash_text, mix64, mix64_int
 from fictionworld.surface import format_date, format_float, format_int, format_money
 from fictionworld.tables import TYPE_NAMES
-from fictionworld.web.pages import PageTable
+from fictionworld.web.pages import PAGE_COLUMNS, PAGE_SCHEMA, PageTable
 from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
@@ -37,9 +39,9 @@ from fictionworld.web.phrasing import (
 )
 from fictionworld.web.text import DTYPE, a_or_an, article_slug, date_of, plain_text, slug
 
-__all__ = ["render_pages", "RENDERER", "ENCYCLOPEDIA", "DIRECTORY", "coverage", "article_slug", "plain_text"]
+__all__ = ["render_pages", "Renderer", "unique_urls", "RENDERER", "ENCYCLOPEDIA", "DIRECTORY", "coverage", "article_slug", "plain_text"]
 
-RENDERER = "template-v0"
+RENDERER = "template-v1"
 ENCYCLOPEDIA = ("Fictopedia", "https://en.fictopedia.org/wiki/")
 DIRECTORY = ("Open Registry", "https://www.openregistry.info/list/")
 
@@ -80,20 +82,11 @@ _PRED_TABLE = [
 
 
 class _Rows:
-    """Accumulates page rows in the PageTable column layout."""
+    """Accumulates page rows in the PageTable column layout. URLs are the ones each page asks
+    for; :func:`unique_urls` settles clashes once all pages are known."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list] = defaultdict(list)
-        self.urls: set[str] = set()
-
-    def unique_url(self, url: str) -> str:
-        if url in self.urls:
-            n = 2
-            while f"{url}-{n}" in self.urls:
-                n += 1
-            url = f"{url}-{n}"
-        self.urls.add(url)
-        return url
+        self.cols: dict[str, list] = {name: [] for name in PAGE_COLUMNS}
 
     def add(self, *, url, site, title, kind, published, text, entity=-1, entity_rows=(), facts=(), layer="", u=0.0,
             contradicts=()):  # fmt: skip
@@ -106,15 +99,26 @@ class _Rows:
         c["published"].append(int(published))
         c["text"].append(text)
         c["entity"].append(int(entity))
-        c["entity_rows"].append(sorted(set(int(x) for x in entity_rows)))
-        c["fact_ids"].append(sorted(set(int(x) for x in facts)))
-        c["contradicts"].append(sorted(set(int(x) for x in contradicts)))
+        c["entity_rows"].append(sorted(set(entity_rows)))
+        c["fact_ids"].append(sorted(set(facts)))
+        c["contradicts"].append(sorted(set(contradicts)))
         c["u"].append(float(u))
 
+    def batch(self) -> pa.RecordBatch:
+        return pa.record_batch([pa.array(v, type=PAGE_SCHEMA.field(k).type) for k, v in self.cols.items()],
+                               schema=PAGE_SCHEMA)  # fmt: skip
 
-class _Renderer(PerturbationPages):
-    def __init__(self, world, pool: float, progress: Callable[[str], None] | None):
-        self.world, self.pool_share, self.progress = world, pool, progress or (lambda _s: None)
+
+class Renderer(PerturbationPages):
+    """Renders a world's pages block by block. Pages come in a fixed order: entity blocks of
+    ``spec.web.block`` entities (each: articles, organisation sites, news, perturbation pages
+    of its entities), then the directory blocks; every block depends only on the world, so any
+    split of the blocks over processes or machines renders the same web."""
+
+    def __init__(self, world, pool: float | None = None, progress: Callable[[str], None] | None = None):
+        self.world, self.progress = world, progress or (lambda _s: None)
+        self.pool_share = world.spec.web.perturbation_pool if pool is None else pool
+        self.block = world.spec.web.block
         e, f = world.entities, world.facts
         self.seed = world.seed
         self.present = int(np.int32((np.datetime64(world.spec.present) - np.datetime64("1970-01-01")).astype(int)))
@@ -131,15 +135,57 @@ class _Renderer(PerturbationPages):
         self.he = mix64(np.arange(len(e)), self.seed + 1).tolist()
         self.value = self._values()
         order = np.argsort(f.subject, kind="stable")
-        self.by_subject = np.split(order, np.searchsorted(f.subject[order], np.arange(1, len(e))))
+        bounds = np.searchsorted(f.subject[order], np.arange(len(e) + 1)).tolist()
+        order = order.tolist()
+        self.by_subject = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         inc = np.isin(f.predicate, [PREDICATES.index(p) for p in INCOMING]) & (f.object >= 0)
         rows = np.flatnonzero(inc)
         rows = rows[np.argsort(f.object[rows], kind="stable")]
         self.incoming: dict[int, list[int]] = defaultdict(list)
         for r, o in zip(rows.tolist(), f.object[rows].tolist()):
             self.incoming[o].append(r)
-        self.out = _Rows()
+        self.awards = self._award_years()
         self.article_url = self._article_urls()
+        self.in_pool = self._pool()
+        self.out = _Rows()
+        self._groups: list | None = None
+        self._real: set[str] | None = None
+
+    # -- the plan ------------------------------------------------------------------------
+    @staticmethod
+    def count_blocks(world) -> int:
+        """Number of blocks of ``world``: its entity blocks, then one directory block per eight
+        entity blocks (at least one)."""
+        entity_blocks = -(-len(world.entities) // world.spec.web.block)
+        return entity_blocks + max(1, entity_blocks // 8)
+
+    @property
+    def entity_blocks(self) -> int:
+        return -(-len(self.names) // self.block)
+
+    @property
+    def blocks(self) -> int:
+        return self.entity_blocks + max(1, self.entity_blocks // 8)
+
+    @property
+    def list_groups(self) -> list[tuple[str, list[int], list[int], int]]:
+        if self._groups is None:
+            self._groups = self._list_groups()
+        return self._groups
+
+    def render_block(self, b: int) -> pa.RecordBatch:
+        """The pages of block ``b`` (0 <= b < ``blocks``), their URLs as asked for."""
+        self.out = _Rows()
+        if b < self.entity_blocks:
+            rows = range(b * self.block, min(len(self.names), (b + 1) * self.block))
+            self.articles(rows)
+            self.org_sites(rows)
+            self.news(rows)
+            self.perturbations(rows)
+        else:
+            j, d, g = b - self.entity_blocks, self.blocks - self.entity_blocks, len(self.list_groups)
+            self.lists(self.list_groups[j * g // d : (j + 1) * g // d])
+        return self.out.batch()
 
     # -- values --------------------------------------------------------------------------
     def _values(self) -> list:
@@ -211,24 +257,22 @@ class _Renderer(PerturbationPages):
                     k += 1
             used.add(s)
             out.append(base + s)
-        self.out.urls.update(out)
         return out
 
     def edited(self, key: int, span: int) -> int:
         return self.present - mix64_int(key, self.seed + span) % span
 
     # -- authoritative pages -------------------------------------------------------------
-    def articles(self) -> None:
-        self.progress("pages: articles")
-        for e in range(len(self.names)):
+    def articles(self, entities: range) -> None:
+        for e in entities:
             t = self.types[e]
-            rows = self.by_subject[e].tolist()
+            rows = self.by_subject[e]
             he = self.he[e]
             lead = f"**{self.names[e]}** is {a_or_an(TYPE_LABEL[t])} {TYPE_LABEL[t]}."
             if self.aliases[e]:
                 lead += f" Also known as: {', '.join(self.aliases[e])}."
             infobox, sections = [], defaultdict(list)
-            facts = list(self.fid[r] for r in rows)
+            facts = [self.fid[r] for r in rows]
             for r in rows:
                 p = PREDICATES[self.pred[r]]
                 if p in RELATIONS:
@@ -266,13 +310,12 @@ class _Renderer(PerturbationPages):
                 facts=facts,
             )
 
-    def org_sites(self) -> None:
-        self.progress("pages: organisation sites")
+    def org_sites(self, entities: range) -> None:
         web = PREDICATES.index("website")
-        for e, t in enumerate(self.types):
-            if ENTITY_TYPES[t].kind != "organisation":
+        for e in entities:
+            if ENTITY_TYPES[self.types[e]].kind != "organisation":
                 continue
-            rows = self.by_subject[e].tolist()
+            rows = self.by_subject[e]
             site = next((self.value[r] for r in rows if self.pred[r] == web), None)
             if not site:
                 continue
@@ -296,7 +339,7 @@ class _Renderer(PerturbationPages):
                 if not sent:
                     continue
                 self.out.add(
-                    url=self.out.unique_url(f"{site}/{path}"),
+                    url=f"{site}/{path}",
                     site=host,
                     title=title,
                     kind=kind,
@@ -310,20 +353,34 @@ class _Renderer(PerturbationPages):
     def _news(self, key: int, title: str, published: int, text: str, entity: int, ents, facts) -> None:
         name, base = NEWS_SITES[key % len(NEWS_SITES)]
         d = date_of(published)
-        url = self.out.unique_url(f"{base}/{d.year}/{d.month:02d}/{d.day:02d}/{slug(title)}")
+        url = f"{base}/{d.year}/{d.month:02d}/{d.day:02d}/{slug(title)}"
         self.out.add(url=url, site=name, title=title, kind="news", published=published, text=text, entity=entity,
                      entity_rows=ents, facts=facts)  # fmt: skip
 
-    def news(self) -> None:
-        self.progress("pages: news")
-        ev_end = PREDICATES.index("end_date")
-        for e, t in enumerate(self.types):
-            if t != "event":
+    def _award_years(self) -> dict[int, list[tuple[int, list[int]]]]:
+        """Award row -> [(year, fact rows of that year's recipients)], by year."""
+        f = self.world.facts
+        rows = np.flatnonzero((f.predicate == PREDICATES.index("won")) & (f.start != NA_DATE) & (f.object >= 0))
+        years = years_of(f.start[rows].astype(np.int64))
+        order = np.lexsort((rows, years, f.object[rows]))
+        out: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
+        for r, o, y in zip(rows[order].tolist(), f.object[rows][order].tolist(), years[order].tolist()):
+            group = out[o]
+            if not group or group[-1][0] != y:
+                group.append((y, []))
+            group[-1][1].append(r)
+        return out
+
+    def news(self, entities: range) -> None:
+        ev_end, held_in = PREDICATES.index("end_date"), PREDICATES.index("held_in")
+        part, acq = PREDICATES.index("participated_in"), PREDICATES.index("acquired_by")
+        for e in entities:
+            if self.types[e] != "event":
                 continue
-            rows = self.by_subject[e].tolist()
-            inc = [r for r in self.incoming.get(e, []) if PREDICATES[self.pred[r]] == "participated_in"]
+            rows = self.by_subject[e]
+            inc = [r for r in self.incoming.get(e, []) if self.pred[r] == part]
             end = next((self.value[r] for r in rows if self.pred[r] == ev_end), self.present)
-            city = next((self.obj[r] for r in rows if PREDICATES[self.pred[r]] == "held_in"), -1)
+            city = next((self.obj[r] for r in rows if self.pred[r] == held_in), -1)
             title = [f"{self.names[e]} wraps up", f"Report: {self.names[e]}", f"Looking back at {self.names[e]}"]
             title = title[e % 3] + (f" in {self.names[city]}" if city >= 0 and e % 3 == 0 else "")
             text = " ".join(
@@ -331,65 +388,68 @@ class _Renderer(PerturbationPages):
             )
             ents = [e, *(self.obj[r] for r in rows if self.obj[r] >= 0), *(self.subj[r] for r in inc)]
             self._news(e, title, min(end + 1, self.present), text, e, ents, [self.fid[r] for r in rows + inc])
-        won = PREDICATES.index("won")
-        rows = [r for r in range(len(self.pred)) if self.pred[r] == won and self.start[r] != NA_DATE]
-        groups: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for r in rows:
-            groups[(self.obj[r], date_of(self.start[r]).year)].append(r)
-        for (award, year), rs in sorted(groups.items()):
-            title = f"{self.names[award]} {year}: recipients announced"
-            text = " ".join(
-                self.sentence(r, salt=5, subject_plain=False).replace(
-                    f"the {self.names[award]}", f"the [{self.names[award]}]({self.article_url[award]})"
+        for award in entities:
+            for year, rs in self.awards.get(award, ()):
+                name = self.names[award]
+                title = f"{name} {year}: recipients announced"
+                text = " ".join(
+                    self.sentence(r, salt=5, subject_plain=False).replace(
+                        f"the {name}", f"the [{name}]({self.article_url[award]})"
+                    )
+                    for r in rs
                 )
-                for r in rs
-            )
-            published = max(self.start[r] for r in rs)
-            self._news(
-                award + year,
-                title,
-                published,
-                text,
-                award,
-                [award, *(self.subj[r] for r in rs)],
-                [self.fid[r] for r in rs],
-            )
-        acq = PREDICATES.index("acquired_by")
-        for r in range(len(self.pred)):
-            if self.pred[r] != acq or self.start[r] == NA_DATE:
-                continue
-            s, o = self.subj[r], self.obj[r]
-            title = f"{self.names[o]} acquires {self.names[s]}"
-            text = self.sentence(r, salt=9).replace(self.names[s], f"[{self.names[s]}]({self.article_url[s]})", 1)
-            self._news(s, title, self.start[r], text, s, [s, o], [self.fid[r]])
+                published = max(self.start[r] for r in rs)
+                self._news(award + year, title, published, text, award, [award, *(self.subj[r] for r in rs)],
+                           [self.fid[r] for r in rs])  # fmt: skip
+        for s in entities:
+            for r in self.by_subject[s]:
+                if self.pred[r] != acq or self.start[r] == NA_DATE:
+                    continue
+                o = self.obj[r]
+                title = f"{self.names[o]} acquires {self.names[s]}"
+                text = self.sentence(r, salt=9).replace(self.names[s], f"[{self.names[s]}]({self.article_url[s]})", 1)
+                self._news(s, title, self.start[r], text, s, [s, o], [self.fid[r]])
 
-    def lists(self) -> None:
-        self.progress("pages: directories")
+    # -- directories ---------------------------------------------------------------------
+    def _list_groups(self) -> list[tuple[str, list[int], list[int], int]]:
+        """Every directory as (title, member rows, fact ids, entity it is about or -1), by title.
+        Grouping sorts once per relation or attribute (linear-log in the facts)."""
         f, e = self.world.facts, self.world.entities
-        groups: dict[str, tuple[list[int], list[int]]] = {}
+        groups: dict[str, tuple[list[int], list[int], int]] = {}
         for (p, stype), title in LIST_BY_RELATION.items():
             m = (f.predicate == PREDICATES.index(p)) & (e.type_code[f.subject] == TYPE_NAMES.index(stype))
             rows = np.flatnonzero(m)
-            for o in np.unique(f.object[rows]).tolist():
-                rs = rows[f.object[rows] == o]
+            rows = rows[np.argsort(f.object[rows], kind="stable")]
+            objs, starts = np.unique(f.object[rows], return_index=True)
+            for o, rs in zip(objs.tolist(), np.split(rows, starts[1:])):
                 groups[title.format(o=self.names[o])] = (f.subject[rs].tolist(), f.id[rs].tolist(), o)
         for (t, attr), title in LIST_BY_ATTRIBUTE.items():
             subj, vals = self.world.attribute(t, attr)
             ids = f.id[(f.predicate == PREDICATES.index(attr)) & (e.type_code[f.subject] == TYPE_NAMES.index(t))]
-            for v in sorted(set(vals.tolist())):
-                m = vals == v
-                groups[title.format(v=v)] = (subj[m].tolist(), ids[m].tolist(), -1)
+            if not len(vals):
+                continue
+            uniq, inverse = np.unique(vals, return_inverse=True)
+            order = np.argsort(inverse, kind="stable")
+            starts = np.searchsorted(inverse[order], np.arange(len(uniq)))
+            for v, rs in zip(uniq.tolist(), np.split(order, starts[1:])):
+                groups[title.format(v=v)] = (subj[rs].tolist(), ids[rs].tolist(), -1)
         for (t, attr), title in LIST_BY_YEAR.items():
             subj, vals = self.world.attribute(t, attr)
+            if not len(vals):
+                continue
             years = years_of(vals.astype(np.int64))
-            for y in np.unique(years).tolist():
-                groups[title.format(v=y)] = (subj[years == y].tolist(), [], -1)
-        for title in sorted(groups):
-            members, facts, about = groups[title]
+            order = np.argsort(years, kind="stable")
+            ys, starts = np.unique(years[order], return_index=True)
+            for y, rs in zip(ys.tolist(), np.split(order, starts[1:])):
+                groups[title.format(v=y)] = (subj[rs].tolist(), [], -1)
+        return [(title, *groups[title]) for title in sorted(groups)]
+
+    def lists(self, groups) -> None:
+        for title, members, facts, about in groups:
             members = sorted(set(members), key=lambda r: (self.names[r], r))
             text = "\n".join(f"- {self.link(r)}" for r in members)
             self.out.add(
-                url=self.out.unique_url(DIRECTORY[1] + slug(title)),
+                url=DIRECTORY[1] + slug(title),
                 site=DIRECTORY[0],
                 title=title,
                 kind="list",
@@ -400,24 +460,70 @@ class _Renderer(PerturbationPages):
                 facts=facts,
             )
 
-    def run(self) -> PageTable:
-        self.articles()
-        self.org_sites()
-        self.news()
-        self.lists()
-        self.perturbations()
-        return PageTable.from_rows(dict(self.out.cols))
+
+def unique_urls(urls: pa.Array | pa.ChunkedArray, kinds: pa.Array | pa.ChunkedArray) -> dict[int, str]:
+    """Settle URL clashes over all pages in page order: of the pages asking for one URL an
+    article keeps it (articles' URLs are unique), else the first page does; the others get
+    ``-2``, ``-3``, … in page order, skipping any URL a page asks for itself. Returns
+    {page row: new URL} for the renamed pages. Runs in Arrow's hash tables, with Python only
+    over the clashing pages, so it stays cheap at tens of millions of pages."""
+    counts = pc.value_counts(urls)
+    clash = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    if not len(clash):
+        return {}
+    rows = np.flatnonzero(pc.is_in(urls, value_set=clash).to_numpy(zero_copy_only=False))
+    at = pa.array(rows, pa.int64())
+    row_urls = pc.take(urls, at).to_pylist()
+    row_kinds = pc.take(kinds, at).to_pylist()
+    suffixed = pc.filter(urls, pc.match_substring_regex(urls, r"-[0-9]+$"))
+    taken = set(pc.unique(suffixed).to_pylist())
+    first: dict[str, int] = {}  # URL -> the page that keeps it
+    for r, u, k in zip(rows.tolist(), row_urls, row_kinds):
+        if u not in first or k == "article":
+            first[u] = r
+    out: dict[int, str] = {}
+    next_n: dict[str, int] = {}
+    for r, u in zip(rows.tolist(), row_urls):
+        if first[u] == r:
+            continue
+        n = next_n.get(u, 2)
+        while f"{u}-{n}" in taken:
+            n += 1
+        out[r] = f"{u}-{n}"
+        taken.add(out[r])
+        next_n[u] = n + 1
+    return out
 
 
-def render_pages(world, *, pool: float = 0.25, progress: Callable[[str], None] | None = None) -> PageTable:
-    """All pages of ``world``: same world, same pages (and order) on any machine."""
-    return _Renderer(world, pool, progress).run()
+def with_urls(table: pa.Table, renamed: dict[int, str], offset: int = 0) -> pa.Table:
+    """``table`` (pages from row ``offset`` on) with the renamed pages' URLs replaced."""
+    mine = {r - offset: u for r, u in renamed.items() if offset <= r < offset + table.num_rows}
+    if not mine:
+        return table
+    urls = table.column("url").to_pylist()
+    for r, u in mine.items():
+        urls[r] = u
+    return table.set_column(table.schema.get_field_index("url"), "url", pa.array(urls, pa.string()))
+
+
+def render_pages(world, *, pool: float | None = None, progress: Callable[[str], None] | None = None) -> PageTable:
+    """All pages of ``world`` in one process: same world, same pages (and order) on any machine,
+    and the same as a sharded build (:mod:`fictionworld.web.shards`)."""
+    r = Renderer(world, pool, progress)
+    batches = []
+    for b in range(r.blocks):
+        if b == 0:
+            r.progress("pages: entity blocks")
+        elif b == r.entity_blocks:
+            r.progress("pages: directories")
+        batches.append(r.render_block(b))
+    table = pa.Table.from_batches(batches, schema=PAGE_SCHEMA)
+    table = with_urls(table, unique_urls(table.column("url"), table.column("kind")))
+    return PageTable(table.combine_chunks())
 
 
 def coverage(world, pages: PageTable) -> float:
     """Share of the world's facts stated by at least one authoritative page."""
-    import pyarrow.compute as pc
-
     auth = pc.equal(pages.table.column("layer"), "")
     ids = pc.list_flatten(pages.table.filter(auth).column("fact_ids")).to_numpy()
     return float(np.isin(world.facts.id, ids).mean()) if len(world.facts) else 1.0

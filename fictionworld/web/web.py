@@ -124,6 +124,22 @@ class SearchCall(BaseModel):
         return text, ("ok" if "ok" in statuses else statuses[0])
 
 
+def web_manifest(world_manifest: dict, pages: int) -> dict:
+    """``web.json`` of a tantivy-indexed template web, from its world's manifest."""
+    import tantivy
+
+    web = world_manifest["spec"].get("web", {})
+    return {
+        "format": WEB_FORMAT,
+        "renderer": RENDERER,
+        "backend": f"tantivy {tantivy.__version__}",
+        "world_hash": world_manifest["world_hash"],
+        "perturbation_pool": web.get("perturbation_pool"),
+        "block": web.get("block"),
+        "pages": pages,
+    }
+
+
 class Web:
     """Search and open over a world's rendered pages. Built from the world (``Web.build``) or
     opened from a saved world directory (``Web.load``, memory-mapped, in well under 2 s)."""
@@ -193,6 +209,7 @@ class Web:
             "backend": f"{self.index.name} {version}" if version else self.index.name,
             "world_hash": self.world.world_hash,
             "perturbation_pool": self.world.spec.web.perturbation_pool,
+            "block": self.world.spec.web.block,
             "pages": len(self.pages),
         }
 

@@ -1,0 +1,460 @@
+"""Sharded, resumable world builds: graph, checks, pages and index over local processes or Ray.
+
+The web is rendered in blocks of ``spec.web.block`` entities (:class:`~fictionworld.web.render.Renderer`);
+a shard is a run of whole blocks. Each shard renders its pages to an Arrow file, then indexes
+them into its own tantivy segments with the page ids they will have in the whole web; the
+driver finally settles URL clashes (:func:`~fictionworld.web.render.unique_urls`), streams the
+shards into ``pages.arrow`` and joins the segments into one index. BM25 statistics are read
+across all segments at search time, so the joined index ranks exactly as one built in one go;
+the pages, their order and the ``world_hash`` do not depend on the number of shards, workers
+or machines.
+
+Work lives in ``<out>/.building/`` until the end; a build that is killed (a worker, or the
+whole command) continues from the shards already finished when it is run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from fictionworld.web.pages import PAGE_SCHEMA, WebError
+from fictionworld.web.render import RENDERER, Renderer, plain_text, unique_urls
+
+__all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
+
+BUILD_DIR = ".building"
+PLAN_FORMAT = "fictionworld-build/1"
+PAGE_BATCH = 65_536  # rows per record batch of pages.arrow (PageTable.save writes the same)
+POOL_RESTARTS = 3  # a local worker killed mid-shard: start the pool again at most this often
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+class BuildError(RuntimeError):
+    """A build that cannot go on (a foreign unfinished build in the way, a worker that keeps dying)."""
+
+
+def plan_shards(blocks: int, shards: int) -> list[tuple[int, int]]:
+    """``shards`` runs of whole blocks, as even as possible (fewer when there are fewer blocks)."""
+    shards = max(1, min(shards, blocks))
+    cuts = [round(i * blocks / shards) for i in range(shards + 1)]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+# -- tasks: the same functions run in a local process or as Ray tasks -------------------------
+_WORLDS: dict[str, object] = {}  # graph directory -> World, one per worker process
+_RENDERERS: dict[str, Renderer] = {}
+
+
+def _world(graph: str):
+    w = _WORLDS.get(graph)
+    if w is None:
+        from fictionworld.world import World
+
+        # The driver verified the hash when it wrote or resumed the graph.
+        w = _WORLDS[graph] = World.load(graph, verify=False)
+    return w
+
+
+def _renderer(graph: str) -> Renderer:
+    r = _RENDERERS.get(graph)
+    if r is None:
+        r = _RENDERERS[graph] = Renderer(_world(graph))
+    return r
+
+
+def _node() -> str:
+    """Where a task ran: the Ray node id inside a Ray worker, else ``local``."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001  (no Ray, or not in a Ray worker)
+        pass
+    return "local"
+
+
+def render_shard(graph: str, shard: int, blocks: tuple[int, int], pages_dir: str) -> tuple[int, str]:
+    """Render blocks [a, b) to ``pages_dir/shard-NNNNN.arrow``; returns (page count, node)."""
+    r = _renderer(graph)
+    final = Path(pages_dir) / f"shard-{shard:05d}.arrow"
+    tmp = final.with_suffix(f".tmp{os.getpid()}")
+    n = 0
+    with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
+        for b in range(*blocks):
+            batch = r.render_block(b)
+            writer.write_batch(batch)
+            n += batch.num_rows
+    os.replace(tmp, final)
+    return n, _node()
+
+
+def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_000_000) -> tuple[int, str]:
+    """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments)."""
+    import tantivy
+
+    from fictionworld.web.index import _analyzer, _schema
+
+    final = Path(index_dir)
+    tmp = final.with_name(final.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    index = tantivy.Index(_schema(), path=str(tmp))
+    index.register_tokenizer("fw", _analyzer())
+    writer = index.writer(heap_size=heap, num_threads=1)
+    pid = offset
+    with pa.memory_map(pages_file, "r") as source:
+        reader = ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist()):
+                writer.add_document(tantivy.Document(pid=pid, title=title, body=plain_text(text)))
+                pid += 1
+    writer.commit()
+    writer.wait_merging_threads()
+    del writer, index
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return pid - offset, _node()
+
+
+def check_graph(graph: str, limit: int) -> list:
+    from fictionworld.check import check_world
+
+    return check_world(_world(graph), limit_per_kind=limit)
+
+
+# -- executors --------------------------------------------------------------------------------
+class _Local:
+    """Tasks in forked local processes (the world is inherited, not reloaded); ``workers=1``
+    runs them in this process."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.pool: ProcessPoolExecutor | None = None
+
+    def start(self) -> None:
+        if self.workers > 1:
+            import multiprocessing as mp
+
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"))
+
+    def submit(self, fn, *args):
+        if self.pool is None:
+            from concurrent.futures import Future
+
+            f: Future = Future()
+            try:
+                f.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001  (handed to the caller through the future)
+                f.set_exception(exc)
+            return f
+        return self.pool.submit(fn, *args)
+
+    def wait(self, pending):
+        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+        return done
+
+    def result(self, f):
+        return f.result()
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+class _Ray:
+    """Tasks on a Ray cluster (``address`` as ``ray.init`` takes it; None starts a local one).
+    Workers load the graph from the shared output directory; Ray retries a task whose worker died."""
+
+    def __init__(self, address: str | None, workers: int | None):
+        self.address, self.workers = address, workers
+        self._fns: dict = {}
+
+    def start(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            kw = {"address": self.address} if self.address else {"num_cpus": self.workers}
+            ray.init(log_to_driver=False, include_dashboard=False, **kw)
+
+    def submit(self, fn, *args):
+        import ray
+
+        remote = self._fns.get(fn)
+        if remote is None:
+            remote = self._fns[fn] = ray.remote(num_cpus=1, max_retries=POOL_RESTARTS)(fn)
+        return remote.remote(*args)
+
+    def wait(self, pending):
+        import ray
+
+        done, _ = ray.wait(list(pending), num_returns=1)
+        return done
+
+    def result(self, f):
+        import ray
+
+        return ray.get(f)
+
+    def stop(self) -> None:
+        pass
+
+
+# -- the driver -------------------------------------------------------------------------------
+def build_world(
+    spec,
+    seed: int,
+    out: str | Path,
+    *,
+    workers: int | None = None,
+    shards: int | None = None,
+    use_ray: bool = False,
+    address: str | None = None,
+    validate: bool = True,
+    force: bool = False,
+    progress: Progress | None = None,
+    world=None,
+) -> dict:
+    """Generate (or take ``world``), check, render and index a world into directory ``out``.
+
+    ``workers`` processes (default: every core) share the work, or Ray tasks with ``use_ray``
+    (``address`` of a running cluster, e.g. ``"auto"``; every node must see ``out``). ``shards``
+    (default: four per worker) cuts the blocks into that many tasks. Re-running a killed build
+    continues it. Returns a summary: world hash, counts, violations, seconds per stage."""
+    from fictionworld.storage import read_manifest, save_world
+
+    out = Path(out)
+    say = progress or (lambda _s, _d, _t: None)
+    workers = workers or os.cpu_count() or 1
+    build = out / BUILD_DIR
+    times: dict[str, float] = {}
+    if out.exists() and (out / "manifest.json").exists():
+        if not force:
+            raise FileExistsError(f"{out} holds a world (pass force=True / --force to overwrite)")
+        shutil.rmtree(out)
+    elif out.exists() and any(p.name != BUILD_DIR for p in out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not a world directory; refusing to write into it")
+    plan_file = build / "plan.json"
+    want = {"format": PLAN_FORMAT, "renderer": RENDERER, "seed": int(seed), "spec": spec.model_dump(mode="json")}
+    plan = json.loads(plan_file.read_text()) if plan_file.exists() else None
+    if plan is not None and {k: plan.get(k) for k in want} != want:
+        if not force:
+            raise BuildError(
+                f"{build} holds an unfinished build of another world (seed, spec or renderer differ); "
+                "pass force=True / --force to start over"
+            )
+        plan = None
+    if plan is None and build.exists():
+        shutil.rmtree(build)
+    graph = build / "graph"
+    t = time.perf_counter()
+    if plan is None:
+        if world is None:
+            from generators import generate_world
+
+            say("generating the graph", 0, 1)
+            world = generate_world(spec, seed)
+        build.mkdir(parents=True, exist_ok=True)
+        save_world(world, graph, web=False)
+        blocks = Renderer.count_blocks(world)
+        plan = {**want, "world_hash": world.world_hash, "blocks": blocks,
+                "shards": plan_shards(blocks, shards or 4 * workers)}  # fmt: skip
+        plan_file.write_text(json.dumps(plan, indent=1))
+    else:
+        say("resuming", 0, 1)
+        if read_manifest(graph)["world_hash"] != plan["world_hash"]:
+            raise BuildError(f"{graph}: the saved graph does not match the plan; pass --force to start over")
+        if world is None and not use_ray and workers > 1:
+            from fictionworld.world import World
+
+            world = World.load(graph)  # the local workers fork with it
+    times["graph_s"] = time.perf_counter() - t
+    if world is not None:
+        _WORLDS[str(graph)] = world
+
+    runner = _Ray(address, workers if not address else None) if use_ray else _Local(workers)
+    result = _run(runner, plan, build, graph, validate, say, times)
+    t = time.perf_counter()
+    summary = _finish(plan, build, graph, out, result, say)
+    times["finish_s"] = time.perf_counter() - t
+    _WORLDS.pop(str(graph), None)
+    _RENDERERS.pop(str(graph), None)
+    return {**summary, "times": times, "violations": result["violations"], "nodes": result["nodes"],
+            "shards": len(plan["shards"]), "resumed_shards": result["resumed_shards"]}  # fmt: skip
+
+
+def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Progress, times: dict) -> dict:
+    """Render every unfinished shard, index each as soon as the page ids before it are known,
+    and check the graph alongside; starts the pool again if a local worker dies."""
+    shards = [tuple(s) for s in plan["shards"]]
+    pages_dir, index_dir = build / "pages", build / "index"
+    pages_dir.mkdir(exist_ok=True)
+    index_dir.mkdir(exist_ok=True)
+    counts_file = build / "counts.json"
+    counts: dict[int, int] = {int(k): v for k, v in json.loads(counts_file.read_text()).items()} if counts_file.exists() else {}  # fmt: skip
+    indexed = {int(p.stem.split("-")[1]) for p in index_dir.glob("shard-*.done")}
+    checks_file = build / "checks.json"
+    violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
+    resumed = len(counts)
+    nodes: set[str] = set()
+    t0 = time.perf_counter()
+    for attempt in range(POOL_RESTARTS + 1):
+        runner.start()
+        try:
+            pending: dict = {}
+            if validate and violations is None:
+                pending[runner.submit(check_graph, str(graph), 20)] = ("check", -1)
+            for s, blocks in enumerate(shards):
+                if s not in counts:
+                    pending[runner.submit(render_shard, str(graph), s, blocks, str(pages_dir))] = ("render", s)
+            queued = set()
+
+            def queue_indexes() -> None:
+                offset = 0
+                for s in range(len(shards)):
+                    if s not in counts:
+                        return
+                    if s not in indexed and s not in queued:
+                        f = runner.submit(index_shard, str(pages_dir / f"shard-{s:05d}.arrow"), offset,
+                                          str(index_dir / f"shard-{s:05d}"))  # fmt: skip
+                        pending[f] = ("index", s)
+                        queued.add(s)
+                    offset += counts[s]
+
+            queue_indexes()
+            total = 2 * len(shards) + (1 if validate else 0)
+            while pending:
+                for f in runner.wait(pending):
+                    kind, s = pending.pop(f)
+                    value = runner.result(f)
+                    if kind != "check":
+                        value, node = value
+                        nodes.add(node)
+                    if kind == "render":
+                        counts[s] = value
+                        _write_json(counts_file, counts)
+                        queue_indexes()
+                    elif kind == "index":
+                        indexed.add(s)
+                        (index_dir / f"shard-{s:05d}.done").write_text(str(value))
+                    else:
+                        violations = [v.model_dump(mode="json") for v in value]
+                        _write_json(checks_file, violations)
+                        times["check_done_s"] = time.perf_counter() - t0
+                    done = len(counts) + len(indexed) + (1 if violations is not None else 0)
+                    say("rendering and indexing", done, total)
+            break
+        except BrokenProcessPool:
+            if attempt == POOL_RESTARTS:
+                raise BuildError(f"local workers died {POOL_RESTARTS + 1} times; the finished shards are kept in {build}") from None  # fmt: skip
+        finally:
+            runner.stop()
+    times["shards_s"] = time.perf_counter() - t0
+    return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)
+
+
+def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: Progress) -> dict:
+    """Settle URL clashes, stream the shards into ``pages.arrow``, join the index segments,
+    and move everything into ``out`` (the manifest last)."""
+    shards = range(len(plan["shards"]))
+    files = [build / "pages" / f"shard-{s:05d}.arrow" for s in shards]
+    say("joining shards", 0, 3)
+    tables = [ipc.open_file(pa.memory_map(str(f), "r")).read_all() for f in files]
+    urls = pa.chunked_array([c for t in tables for c in t.column("url").chunks], pa.string())
+    kinds = pa.chunked_array([c for t in tables for c in t.column("kind").chunks], pa.string())
+    renamed = unique_urls(urls, kinds)
+    from fictionworld.web.render import with_urls
+
+    pages_tmp = build / "pages.arrow"
+    offset = 0
+    with pa.OSFile(str(pages_tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
+        # Batches of exactly PAGE_BATCH rows whatever the shards: the same web, the same bytes.
+        held: list[pa.Table] = []
+        for t in tables:
+            held.append(with_urls(t, renamed, offset))
+            offset += t.num_rows
+            if sum(h.num_rows for h in held) >= PAGE_BATCH:
+                rest = pa.concat_tables(held)
+                cut = rest.num_rows - rest.num_rows % PAGE_BATCH
+                writer.write_table(rest.slice(0, cut).combine_chunks(), max_chunksize=PAGE_BATCH)
+                held = [rest.slice(cut)]
+        if held:
+            writer.write_table(pa.concat_tables(held).combine_chunks(), max_chunksize=PAGE_BATCH)
+    del tables, urls, kinds
+    say("joining shards", 1, 3)
+    index = build / "index.joined"
+    _join_indexes([build / "index" / f"shard-{s:05d}" for s in shards], index)
+    say("joining shards", 2, 3)
+    from fictionworld.web.index import TantivyIndex
+
+    n_docs = TantivyIndex.open(index).num_docs
+    if n_docs != offset:
+        raise WebError(f"{index}: {n_docs} documents for {offset} pages")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("entities.parquet", "facts.parquet"):
+        os.replace(graph / name, out / name)
+    os.replace(pages_tmp, out / "pages.arrow")
+    if (out / "index").exists():
+        shutil.rmtree(out / "index")
+    os.replace(index, out / "index")
+    manifest = json.loads((graph / "manifest.json").read_text())
+    from fictionworld.web.web import web_manifest
+
+    (out / "web.json").write_text(json.dumps(web_manifest(manifest, offset), indent=2) + "\n")
+    (out / "manifest.json.tmp").write_text(json.dumps(manifest, indent=2))
+    os.replace(out / "manifest.json.tmp", out / "manifest.json")
+    shutil.rmtree(build)
+    say("joining shards", 3, 3)
+    return {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
+            "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": len(renamed)}  # fmt: skip
+
+
+def _join_indexes(parts: list[Path], target: Path) -> None:
+    """One tantivy index holding every part's segments (same schema; ids already global)."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir()
+    meta: dict | None = None
+    managed: list[str] = []
+    for part in parts:
+        m = json.loads((part / "meta.json").read_text())
+        for f in part.iterdir():
+            if f.name in ("meta.json", ".managed.json") or f.name.startswith(".tantivy"):
+                continue
+            os.link(f, target / f.name) if _same_fs(f, target) else shutil.copy2(f, target / f.name)
+            managed.append(f.name)
+        if meta is None:
+            meta = m
+        else:
+            if m["schema"] != meta["schema"]:
+                raise WebError(f"{part}: index schema differs from the other shards'")
+            meta["segments"] += m["segments"]
+            meta["opstamp"] = max(meta.get("opstamp", 0), m.get("opstamp", 0))
+    assert meta is not None
+    (target / ".managed.json").write_text(json.dumps(sorted(managed + ["meta.json"])))
+    (target / "meta.json").write_text(json.dumps(meta))
+
+
+def _same_fs(a: Path, b: Path) -> bool:
+    try:
+        return a.stat().st_dev == b.stat().st_dev
+    except OSError:
+        return False
