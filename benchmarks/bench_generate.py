@@ -129,8 +129,12 @@ def full(args) -> None:
                   f"{w} worker(s){' on Ray' if r['ray'] else ''}, {r['shards']} shards")  # fmt: skip
             print(f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)")
             print(f"  graph (generate + save) {t['graph_s']:.1f} s ({r['entities'] / t['graph_s']:,.0f} entities/s)")
-            print(f"  shards (validate + render + index) {t['shards_s']:.1f} s ({r['pages'] / t['shards_s']:,.0f} pages/s); "
-                  f"validation done after {t.get('check_done_s', float('nan')):.1f} s")  # fmt: skip
+            print(f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)")
+            cpu = {k: t.get(f"{k}_cpu_s", 0.0) for k in ("check", "render", "index")}
+            print(f"    CPU seconds in tasks (one core each): validate {cpu['check']:.1f} s "
+                  f"({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), render {cpu['render']:.1f} s "
+                  f"({r['pages'] / max(cpu['render'], 1e-9):,.0f} pages/s, {r['entities'] / max(cpu['render'], 1e-9):,.0f} entities/s), "
+                  f"index {cpu['index']:.1f} s ({r['pages'] / max(cpu['index'], 1e-9):,.0f} pages/s)")  # fmt: skip
             print(f"  join (URLs, pages.arrow, index) {t['finish_s']:.1f} s")
             p = r["peak"]
             print(f"  peak RSS: one process {p['per_process'] / 2**30:.2f} GiB, all {p['processes']} processes together "

@@ -86,6 +86,7 @@ def _node() -> str:
 
 def render_shard(graph: str, shard: int, blocks: tuple[int, int], pages_dir: str) -> tuple[int, str]:
     """Render blocks [a, b) to ``pages_dir/shard-NNNNN.arrow``; returns (page count, node)."""
+    t = time.process_time()
     r = _renderer(graph)
     final = Path(pages_dir) / f"shard-{shard:05d}.arrow"
     tmp = final.with_suffix(f".tmp{os.getpid()}")
@@ -96,7 +97,7 @@ def render_shard(graph: str, shard: int, blocks: tuple[int, int], pages_dir: str
             writer.write_batch(batch)
             n += batch.num_rows
     os.replace(tmp, final)
-    return n, _node()
+    return n, _node(), time.process_time() - t
 
 
 def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_000_000) -> tuple[int, str]:
@@ -105,6 +106,7 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_00
 
     from fictionworld.web.index import _analyzer, _schema
 
+    t = time.process_time()
     final = Path(index_dir)
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -125,41 +127,74 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_00
     del writer, index
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
-    return pid - offset, _node()
+    return pid - offset, _node(), time.process_time() - t
 
 
-def check_graph(graph: str, limit: int) -> list:
+def save_graph(graph: str) -> None:
+    """Write the world a local worker inherited to ``graph`` (a world directory without web)."""
+    from fictionworld.storage import save_world
+
+    tmp = Path(graph + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_world(_world(graph), tmp, web=False)
+    os.replace(tmp, graph)
+
+
+def check_graph(graph: str, limit: int) -> tuple[list, float]:
     from fictionworld.check import check_world
 
-    return check_world(_world(graph), limit_per_kind=limit)
+    t = time.process_time()
+    return check_world(_world(graph), limit_per_kind=limit), time.process_time() - t
 
 
 # -- executors --------------------------------------------------------------------------------
 class _Local:
-    """Tasks in forked local processes (the world is inherited, not reloaded); ``workers=1``
-    runs them in this process."""
+    """Tasks in forked local processes, which inherit the world (and the renderer) instead of
+    reading them again; ``workers=1`` runs them in this process. ``side`` tasks (saving and
+    checking the graph) go to one extra process forked first, so that this process can build
+    the renderer meanwhile and the render workers start with it."""
 
     def __init__(self, workers: int):
         self.workers = workers
         self.pool: ProcessPoolExecutor | None = None
+        self.side: ProcessPoolExecutor | None = None
 
-    def start(self) -> None:
-        if self.workers > 1:
-            import multiprocessing as mp
+    def start(self, side: list, prepare: Callable[[], None]) -> list:
+        if self.workers == 1:
+            futures = [self._now(fn, *args) for fn, *args in side]
+            prepare()
+            return futures
+        import gc
+        import multiprocessing as mp
 
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"))
+        fork = mp.get_context("fork")
+        # The workers share this process's pages until they write to them; a frozen heap
+        # keeps their cyclic GC from touching (and so copying) all of it.
+        gc.collect()
+        gc.freeze()
+        futures = []
+        if side:
+            self.side = ProcessPoolExecutor(1, mp_context=fork)
+            futures = [self.side.submit(fn, *args) for fn, *args in side]  # forks it now
+        prepare()
+        gc.collect()
+        gc.freeze()
+        self.pool = ProcessPoolExecutor(self.workers, mp_context=fork)
+        return futures
+
+    @staticmethod
+    def _now(fn, *args):
+        from concurrent.futures import Future
+
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001  (handed to the caller through the future)
+            f.set_exception(exc)
+        return f
 
     def submit(self, fn, *args):
-        if self.pool is None:
-            from concurrent.futures import Future
-
-            f: Future = Future()
-            try:
-                f.set_result(fn(*args))
-            except BaseException as exc:  # noqa: BLE001  (handed to the caller through the future)
-                f.set_exception(exc)
-            return f
-        return self.pool.submit(fn, *args)
+        return self._now(fn, *args) if self.pool is None else self.pool.submit(fn, *args)
 
     def wait(self, pending):
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -169,9 +204,13 @@ class _Local:
         return f.result()
 
     def stop(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+        import gc
+
+        for pool in (self.side, self.pool):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = self.side = None
+        gc.unfreeze()
 
 
 class _Ray:
@@ -182,12 +221,13 @@ class _Ray:
         self.address, self.workers = address, workers
         self._fns: dict = {}
 
-    def start(self) -> None:
+    def start(self, side: list, prepare: Callable[[], None]) -> list:
         import ray
 
         if not ray.is_initialized():
             kw = {"address": self.address} if self.address else {"num_cpus": self.workers}
             ray.init(log_to_driver=False, include_dashboard=False, **kw)
+        return [self.submit(fn, *args) for fn, *args in side]
 
     def submit(self, fn, *args):
         import ray
@@ -260,32 +300,34 @@ def build_world(
         shutil.rmtree(build)
     graph = build / "graph"
     t = time.perf_counter()
-    if plan is None:
-        if world is None:
-            from generators import generate_world
-
-            say("generating the graph", 0, 1)
-            world = generate_world(spec, seed)
-        build.mkdir(parents=True, exist_ok=True)
-        save_world(world, graph, web=False)
-        blocks = Renderer.count_blocks(world)
-        plan = {**want, "world_hash": world.world_hash, "blocks": blocks,
-                "shards": plan_shards(blocks, shards or 4 * workers)}  # fmt: skip
-        plan_file.write_text(json.dumps(plan, indent=1))
-    else:
+    build.mkdir(parents=True, exist_ok=True)
+    saved = (graph / "manifest.json").exists()
+    if saved:
         say("resuming", 0, 1)
-        if read_manifest(graph)["world_hash"] != plan["world_hash"]:
-            raise BuildError(f"{graph}: the saved graph does not match the plan; pass --force to start over")
-        if world is None and not use_ray and workers > 1:
-            from fictionworld.world import World
+        from fictionworld.world import World
 
-            world = World.load(graph)  # the local workers fork with it
+        m = read_manifest(graph)
+        if m["seed"] != want["seed"] or m["spec"] != want["spec"]:
+            raise BuildError(f"{graph}: the saved graph is not this build's world; pass --force to start over")
+        world = World.load(graph)  # verifies the content once; local workers fork with it
+    elif world is None:
+        from generators import generate_world
+
+        say("generating the graph", 0, 1)
+        world = generate_world(spec, seed)
+    if plan is None:
+        blocks = Renderer.count_blocks(world)
+        plan = {**want, "blocks": blocks, "shards": plan_shards(blocks, shards or 4 * workers)}
+        _write_json(plan_file, plan)
+    local = not use_ray and workers > 1
+    if not saved and not local:
+        save_world(world, graph, web=False)  # Ray workers (and this process) read it from disk
     times["graph_s"] = time.perf_counter() - t
-    if world is not None:
-        _WORLDS[str(graph)] = world
+    _WORLDS[str(graph)] = world
+    side = [] if saved or not local else [(save_graph, str(graph))]
 
     runner = _Ray(address, workers if not address else None) if use_ray else _Local(workers)
-    result = _run(runner, plan, build, graph, validate, say, times)
+    result = _run(runner, plan, build, graph, side, validate, say, times)
     t = time.perf_counter()
     summary = _finish(plan, build, graph, out, result, say)
     times["finish_s"] = time.perf_counter() - t
@@ -295,9 +337,9 @@ def build_world(
             "shards": len(plan["shards"]), "resumed_shards": result["resumed_shards"]}  # fmt: skip
 
 
-def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Progress, times: dict) -> dict:
+def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: bool, say: Progress, times: dict) -> dict:
     """Render every unfinished shard, index each as soon as the page ids before it are known,
-    and check the graph alongside; starts the pool again if a local worker dies."""
+    and save and check the graph alongside; starts the pool again if a local worker dies."""
     shards = [tuple(s) for s in plan["shards"]]
     pages_dir, index_dir = build / "pages", build / "index"
     pages_dir.mkdir(exist_ok=True)
@@ -309,13 +351,19 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
     resumed = len(counts)
     nodes: set[str] = set()
+
+    def prepare() -> None:
+        """Build the renderer here when local workers will inherit it."""
+        if str(graph) in _WORLDS and isinstance(runner, _Local) and runner.workers > 1 and len(counts) < len(shards):
+            _renderer(str(graph)).list_groups
+
     t0 = time.perf_counter()
     for attempt in range(POOL_RESTARTS + 1):
-        runner.start()
         try:
-            pending: dict = {}
+            jobs = [job for job in side if not (graph / "manifest.json").exists()]
             if validate and violations is None:
-                pending[runner.submit(check_graph, str(graph), 20)] = ("check", -1)
+                jobs.append((check_graph, str(graph), 20))
+            pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs, prepare), jobs)}
             for s, blocks in enumerate(shards):
                 if s not in counts:
                     pending[runner.submit(render_shard, str(graph), s, blocks, str(pages_dir))] = ("render", s)
@@ -339,9 +387,12 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                 for f in runner.wait(pending):
                     kind, s = pending.pop(f)
                     value = runner.result(f)
-                    if kind != "check":
-                        value, node = value
+                    if kind in ("render", "index"):
+                        value, node, cpu = value
                         nodes.add(node)
+                        times[f"{kind}_cpu_s"] = times.get(f"{kind}_cpu_s", 0.0) + cpu
+                    elif kind == "check_graph":
+                        value, times["check_cpu_s"] = value
                     if kind == "render":
                         counts[s] = value
                         _write_json(counts_file, counts)
@@ -349,10 +400,9 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                     elif kind == "index":
                         indexed.add(s)
                         (index_dir / f"shard-{s:05d}.done").write_text(str(value))
-                    else:
+                    elif kind == "check_graph":
                         violations = [v.model_dump(mode="json") for v in value]
                         _write_json(checks_file, violations)
-                        times["check_done_s"] = time.perf_counter() - t0
                     done = len(counts) + len(indexed) + (1 if violations is not None else 0)
                     say("rendering and indexing", done, total)
             break
@@ -362,6 +412,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
         finally:
             runner.stop()
     times["shards_s"] = time.perf_counter() - t0
+    if not (graph / "manifest.json").exists():
+        raise BuildError(f"{graph}: the graph was not saved")
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
 
 
