@@ -172,3 +172,24 @@ def test_cli_indexes_a_world_saved_without_web(world, tmp_path):
     assert r.exit_code == 1 and "already has a web" in r.output
     r = runner.invoke(app, ["index", str(d), "--force"])
     assert r.exit_code == 0, r.output
+
+
+def test_the_index_finds_exact_titles_as_a_table_of_all_titles_would(world):
+    """``exact_titles`` (one term of the folded title in the index) against the dict of every
+    folded title it replaced, on titles and on case, accent and spacing variants of them."""
+    import unicodedata
+
+    from fictionworld.folding import fold_phrase
+
+    web = world.web
+    table: dict[str, list[int]] = {}
+    for row, title in enumerate(web.pages.titles):
+        table.setdefault(fold_phrase(title), []).append(row)
+    rng = np.random.default_rng(4)
+    titles = [web.pages.titles[i] for i in rng.choice(len(web.pages), 1500, replace=False)]
+    accented = [unicodedata.normalize("NFC", "".join(c + "\u0301" if c in "aeiou" else c for c in t)) for t in titles[:200]]
+    variants = [t.upper() for t in titles[:200]] + ["  " + t.replace(" ", "   ") + " " for t in titles[:200]] + accented
+    shared = [k for k, rows in table.items() if len(rows) > 1][:50]  # titles several pages share
+    assert shared
+    for q in titles + variants + shared + ["no such title anywhere", "", "   ", "–"]:
+        assert web.index.exact_titles(q) == table.get(fold_phrase(q), []), q

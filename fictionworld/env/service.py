@@ -185,7 +185,7 @@ class WorldService:
 
     def warm(self) -> None:
         web = self.web
-        web.linker, web._speller, web._title_rows, web._article_of  # noqa: B018 (built on first use)
+        web.linker, web._speller, web._article_of  # noqa: B018 (built on first use)
         web.search(web.pages.titles[0], knobs=self.knobs)
 
     def reopen_index(self) -> None:

@@ -15,6 +15,8 @@ from typing import Protocol
 
 import numpy as np
 
+from fictionworld.folding import fold_phrase
+
 __all__ = ["SearchBackend", "TantivyIndex", "TITLE_BOOST", "COMMON_SHARE"]
 
 TITLE_BOOST = 3.0
@@ -64,7 +66,17 @@ def _schema():
     b.add_integer_field("pid", stored=False, indexed=False, fast=True)  # signed: see ARCHITECTURE pitfalls
     b.add_text_field("title", stored=False, tokenizer_name="fw", index_option="freq")
     b.add_text_field("body", stored=False, tokenizer_name="fw", index_option="freq")
+    # The folded title (case, accents and spacing aside) as one term: exact-title lookups
+    # without a table of every title in memory.
+    b.add_text_field("title_key", stored=False, tokenizer_name="raw", index_option="basic")
     return b.build()
+
+
+def document(pid: int, title: str, body: str):
+    """The tantivy document of page ``pid`` (``body`` as plain text)."""
+    import tantivy
+
+    return tantivy.Document(pid=pid, title=title, body=body, title_key=fold_phrase(title))
 
 
 class TantivyIndex:
@@ -104,7 +116,7 @@ class TantivyIndex:
         index.register_tokenizer("fw", _analyzer())
         writer = index.writer(heap_size=heap * threads, num_threads=threads)
         for i, (title, body) in enumerate(docs):
-            writer.add_document(tantivy.Document(pid=i, title=title, body=body))
+            writer.add_document(document(i, title, body))
             if progress and i % 10_000 == 0:
                 progress(i)
         writer.commit()
@@ -136,6 +148,15 @@ class TantivyIndex:
                 self._df.clear()
             self._df[token] = df
         return df
+
+    def exact_titles(self, title: str, n: int = 10_000) -> list[int]:
+        """Ids (ascending) of the pages titled ``title``, case, accents and spacing aside."""
+        key = fold_phrase(title)
+        if not key:
+            return []
+        query = self._t.Query.term_query(self.schema, "title_key", key)
+        hits = self.searcher.search(query, limit=n, count=False).hits
+        return sorted(self.searcher.fast_field_values("pid", [h[1] for h in hits])) if hits else []
 
     def search(self, tokens: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
         t = self._t

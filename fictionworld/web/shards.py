@@ -104,7 +104,7 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_00
     """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments)."""
     import tantivy
 
-    from fictionworld.web.index import _analyzer, _schema
+    from fictionworld.web.index import _analyzer, _schema, document
 
     t = time.process_time()
     final = Path(index_dir)
@@ -120,7 +120,7 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_00
         for i in range(reader.num_record_batches):
             batch = reader.get_batch(i)
             for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist()):
-                writer.add_document(tantivy.Document(pid=pid, title=title, body=plain_text(text)))
+                writer.add_document(document(pid, title, plain_text(text)))
                 pid += 1
     writer.commit()
     writer.wait_merging_threads()

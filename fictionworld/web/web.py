@@ -265,7 +265,8 @@ class Web:
 
     @cached_property
     def _title_rows(self) -> dict[str, list[int]]:
-        """Title (folded: case, accents and spacing aside) -> page rows."""
+        """Title (folded: case, accents and spacing aside) -> page rows, for backends without
+        ``exact_titles`` (tantivy indexes the folded titles instead)."""
         out: dict[str, list[int]] = {}
         for row, title in enumerate(self.pages.titles):
             out.setdefault(fold_phrase(title), []).append(row)
@@ -334,7 +335,8 @@ class Web:
 
     def _exact_titles(self, query: str, rates: np.ndarray) -> list[int]:
         """Visible pages whose title is the query (case, accents and spacing aside), by row."""
-        rows = self._title_rows.get(fold_phrase(query))
+        exact = getattr(self.index, "exact_titles", None)  # tantivy: one term lookup
+        rows = exact(query) if exact is not None else self._title_rows.get(fold_phrase(query))
         if not rows:
             return []
         rows_ = np.array(rows, np.int64)
