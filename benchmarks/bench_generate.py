@@ -127,9 +127,13 @@ def full(args) -> None:
             t = r["times"]
             print(f"\n== full build, {r['entities']:,} entities, {r['facts']:,} facts, {r['pages']:,} pages, "
                   f"{w} worker(s){' on Ray' if r['ray'] else ''}, {r['shards']} shards")  # fmt: skip
-            print(f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)")
+            print(
+                f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)"
+            )
             print(f"  graph (generate + save) {t['graph_s']:.1f} s ({r['entities'] / t['graph_s']:,.0f} entities/s)")
-            print(f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)")
+            print(
+                f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)"
+            )
             cpu = {k: t.get(f"{k}_cpu_s", 0.0) for k in ("check", "render", "index")}
             print(f"    CPU seconds in tasks (one core each): validate {cpu['check']:.1f} s "
                   f"({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), render {cpu['render']:.1f} s "

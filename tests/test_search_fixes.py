@@ -47,7 +47,9 @@ def test_spelling_correction_leaves_words_the_index_holds_alone(world):
     typo = next(
         w
         for row in np.flatnonzero(web.pages.kind == "profile").tolist()
-        for w, real in zip(web.pages.titles[row].split(" – ")[0].split(), world.entities.name[web.pages.entity[row]].split())
+        for w, real in zip(
+            web.pages.titles[row].split(" – ")[0].split(), world.entities.name[web.pages.entity[row]].split()
+        )
         if w != real and w.isalpha() and web.index.doc_freq(web.index.analyze(w)[0]) and len(w) > 5
     )
     for query in ("Glassworks", "films released in 1998", "university", typo, "zzqx", "the 1998"):

@@ -17,8 +17,8 @@ import pytest
 
 import fictionworld as fw
 from fictionworld.spec import default_spec
-from fictionworld.web.render import unique_urls
 from fictionworld.web.shards import BUILD_DIR, BuildError, build_world, plan_shards
+from fictionworld.web.urls import unique_urls
 
 QUERIES = ("festival", "river city", "people born in", "Films released in 1998", "company founded", "award 2004")
 

@@ -187,7 +187,9 @@ def test_the_index_finds_exact_titles_as_a_table_of_all_titles_would(world):
         table.setdefault(fold_phrase(title), []).append(row)
     rng = np.random.default_rng(4)
     titles = [web.pages.titles[i] for i in rng.choice(len(web.pages), 1500, replace=False)]
-    accented = [unicodedata.normalize("NFC", "".join(c + "\u0301" if c in "aeiou" else c for c in t)) for t in titles[:200]]
+    accented = [
+        unicodedata.normalize("NFC", "".join(c + "\u0301" if c in "aeiou" else c for c in t)) for t in titles[:200]
+    ]
     variants = [t.upper() for t in titles[:200]] + ["  " + t.replace(" ", "   ") + " " for t in titles[:200]] + accented
     shared = [k for k, rows in table.items() if len(rows) > 1][:50]  # titles several pages share
     assert shared

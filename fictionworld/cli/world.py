@@ -71,7 +71,8 @@ def generate(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing world directory.")] = False,
     web: Annotated[bool, typer.Option("--web/--no-web", help="Render the pages and build the search index.")] = True,
     workers: Annotated[
-        int | None, typer.Option(help="Processes (or Ray CPUs) building the web, 1 to 1024; default: every core.", min=1, max=1024)
+        int | None,
+        typer.Option(help="Processes (or Ray CPUs) building the web, 1 to 1024; default: every core.", min=1, max=1024),
     ] = None,
     shards: Annotated[
         int | None,
@@ -81,12 +82,18 @@ def generate(
             max=100_000,
         ),
     ] = None,
-    use_ray: Annotated[bool, typer.Option("--ray", help="Build as Ray tasks (a local cluster unless --address).")] = False,
+    use_ray: Annotated[
+        bool, typer.Option("--ray", help="Build as Ray tasks (a local cluster unless --address).")
+    ] = False,
     address: Annotated[
-        str | None, typer.Option(help="Ray cluster to build on, e.g. 'auto' (implies --ray); every node must see --out.")
+        str | None,
+        typer.Option(help="Ray cluster to build on, e.g. 'auto' (implies --ray); every node must see --out."),
     ] = None,
     check: Annotated[
-        bool, typer.Option("--validate/--no-validate", help="Check every constraint during the build; exit 1 on any violation.")
+        bool,
+        typer.Option(
+            "--validate/--no-validate", help="Check every constraint during the build; exit 1 on any violation."
+        ),
     ] = True,
 ) -> None:
     """Generate a world (and its web) and save it in format fictionworld/1.

@@ -14,7 +14,19 @@ from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
 
-__all__ = ["Page", "PageNotFound", "PAGE_SCHEMA", "PAGE_COLUMNS", "SearchResult", "PageTable", "PAGE_KINDS", "LAYERS", "UNDATED_KINDS", "AGENTWORLD_RESULTS", "WebError"]
+__all__ = [
+    "Page",
+    "PageNotFound",
+    "PAGE_SCHEMA",
+    "PAGE_COLUMNS",
+    "SearchResult",
+    "PageTable",
+    "PAGE_KINDS",
+    "LAYERS",
+    "UNDATED_KINDS",
+    "AGENTWORLD_RESULTS",
+    "WebError",
+]
 
 PAGE_KINDS = (
     "article",  # encyclopedia article about one entity

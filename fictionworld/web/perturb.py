@@ -98,11 +98,7 @@ class PerturbationPages:
         year = int(r.randrange(1950, date_of(self.present).year + 1))
         count = int(r.randrange(3, 5000))
         place = next(
-            (
-                self.obj[x]
-                for x in self.by_subject[e]
-                if SECTION.get(PREDICATES[self.pred[x]]) in ("Location", "Life")
-            ),
+            (self.obj[x] for x in self.by_subject[e] if SECTION.get(PREDICATES[self.pred[x]]) in ("Location", "Life")),
             -1,
         )
         where = f", from {self.names[place]}," if place >= 0 else ""

@@ -38,8 +38,18 @@ from fictionworld.web.phrasing import (
     TYPE_LABEL,
 )
 from fictionworld.web.text import DTYPE, a_or_an, article_slug, date_of, plain_text, slug
+from fictionworld.web.urls import unique_urls, with_urls
 
-__all__ = ["render_pages", "Renderer", "unique_urls", "RENDERER", "ENCYCLOPEDIA", "DIRECTORY", "coverage", "article_slug", "plain_text"]
+__all__ = [
+    "render_pages",
+    "Renderer",
+    "RENDERER",
+    "ENCYCLOPEDIA",
+    "DIRECTORY",
+    "coverage",
+    "article_slug",
+    "plain_text",
+]
 
 RENDERER = "template-v1"
 ENCYCLOPEDIA = ("Fictopedia", "https://en.fictopedia.org/wiki/")
@@ -459,51 +469,6 @@ class Renderer(PerturbationPages):
                 entity_rows=members + ([about] if about >= 0 else []),
                 facts=facts,
             )
-
-
-def unique_urls(urls: pa.Array | pa.ChunkedArray, kinds: pa.Array | pa.ChunkedArray) -> dict[int, str]:
-    """Settle URL clashes over all pages in page order: of the pages asking for one URL an
-    article keeps it (articles' URLs are unique), else the first page does; the others get
-    ``-2``, ``-3``, … in page order, skipping any URL a page asks for itself. Returns
-    {page row: new URL} for the renamed pages. Runs in Arrow's hash tables, with Python only
-    over the clashing pages, so it stays cheap at tens of millions of pages."""
-    counts = pc.value_counts(urls)
-    clash = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
-    if not len(clash):
-        return {}
-    rows = np.flatnonzero(pc.is_in(urls, value_set=clash).to_numpy(zero_copy_only=False))
-    at = pa.array(rows, pa.int64())
-    row_urls = pc.take(urls, at).to_pylist()
-    row_kinds = pc.take(kinds, at).to_pylist()
-    suffixed = pc.filter(urls, pc.match_substring_regex(urls, r"-[0-9]+$"))
-    taken = set(pc.unique(suffixed).to_pylist())
-    first: dict[str, int] = {}  # URL -> the page that keeps it
-    for r, u, k in zip(rows.tolist(), row_urls, row_kinds):
-        if u not in first or k == "article":
-            first[u] = r
-    out: dict[int, str] = {}
-    next_n: dict[str, int] = {}
-    for r, u in zip(rows.tolist(), row_urls):
-        if first[u] == r:
-            continue
-        n = next_n.get(u, 2)
-        while f"{u}-{n}" in taken:
-            n += 1
-        out[r] = f"{u}-{n}"
-        taken.add(out[r])
-        next_n[u] = n + 1
-    return out
-
-
-def with_urls(table: pa.Table, renamed: dict[int, str], offset: int = 0) -> pa.Table:
-    """``table`` (pages from row ``offset`` on) with the renamed pages' URLs replaced."""
-    mine = {r - offset: u for r, u in renamed.items() if offset <= r < offset + table.num_rows}
-    if not mine:
-        return table
-    urls = table.column("url").to_pylist()
-    for r, u in mine.items():
-        urls[r] = u
-    return table.set_column(table.schema.get_field_index("url"), "url", pa.array(urls, pa.string()))
 
 
 def render_pages(world, *, pool: float | None = None, progress: Callable[[str], None] | None = None) -> PageTable:

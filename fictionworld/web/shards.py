@@ -20,22 +20,22 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks
 from fictionworld.web.pages import PAGE_SCHEMA, WebError
-from fictionworld.web.render import RENDERER, Renderer, plain_text, unique_urls
+from fictionworld.web.render import RENDERER, Renderer, plain_text
+from fictionworld.web.urls import unique_urls, with_urls
 
 __all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
 
 BUILD_DIR = ".building"
 PLAN_FORMAT = "fictionworld-build/1"
 PAGE_BATCH = 65_536  # rows per record batch of pages.arrow (PageTable.save writes the same)
-POOL_RESTARTS = 3  # a local worker killed mid-shard: start the pool again at most this often
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -147,111 +147,6 @@ def check_graph(graph: str, limit: int) -> tuple[list, float]:
     return check_world(_world(graph), limit_per_kind=limit), time.process_time() - t
 
 
-# -- executors --------------------------------------------------------------------------------
-class _Local:
-    """Tasks in forked local processes, which inherit the world (and the renderer) instead of
-    reading them again; ``workers=1`` runs them in this process. ``side`` tasks (saving and
-    checking the graph) go to one extra process forked first, so that this process can build
-    the renderer meanwhile and the render workers start with it."""
-
-    def __init__(self, workers: int):
-        self.workers = workers
-        self.pool: ProcessPoolExecutor | None = None
-        self.side: ProcessPoolExecutor | None = None
-
-    def start(self, side: list, prepare: Callable[[], None]) -> list:
-        if self.workers == 1:
-            futures = [self._now(fn, *args) for fn, *args in side]
-            prepare()
-            return futures
-        import gc
-        import multiprocessing as mp
-
-        fork = mp.get_context("fork")
-        # The workers share this process's pages until they write to them; a frozen heap
-        # keeps their cyclic GC from touching (and so copying) all of it.
-        gc.collect()
-        gc.freeze()
-        futures = []
-        if side:
-            self.side = ProcessPoolExecutor(1, mp_context=fork)
-            futures = [self.side.submit(fn, *args) for fn, *args in side]  # forks it now
-        prepare()
-        gc.collect()
-        gc.freeze()
-        self.pool = ProcessPoolExecutor(self.workers, mp_context=fork)
-        return futures
-
-    @staticmethod
-    def _now(fn, *args):
-        from concurrent.futures import Future
-
-        f: Future = Future()
-        try:
-            f.set_result(fn(*args))
-        except BaseException as exc:  # noqa: BLE001  (handed to the caller through the future)
-            f.set_exception(exc)
-        return f
-
-    def submit(self, fn, *args):
-        return self._now(fn, *args) if self.pool is None else self.pool.submit(fn, *args)
-
-    def wait(self, pending):
-        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-        return done
-
-    def result(self, f):
-        return f.result()
-
-    def stop(self) -> None:
-        import gc
-
-        for pool in (self.side, self.pool):
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-        self.pool = self.side = None
-        gc.unfreeze()
-
-
-class _Ray:
-    """Tasks on a Ray cluster (``address`` as ``ray.init`` takes it; None starts a local one).
-    Workers load the graph from the shared output directory; Ray retries a task whose worker died."""
-
-    def __init__(self, address: str | None, workers: int | None):
-        self.address, self.workers = address, workers
-        self._fns: dict = {}
-
-    def start(self, side: list, prepare: Callable[[], None]) -> list:
-        import ray
-
-        if not ray.is_initialized():
-            kw = {"address": self.address} if self.address else {"num_cpus": self.workers}
-            ray.init(log_to_driver=False, include_dashboard=False, **kw)
-        return [self.submit(fn, *args) for fn, *args in side]
-
-    def submit(self, fn, *args):
-        import ray
-
-        remote = self._fns.get(fn)
-        if remote is None:
-            remote = self._fns[fn] = ray.remote(num_cpus=1, max_retries=POOL_RESTARTS)(fn)
-        return remote.remote(*args)
-
-    def wait(self, pending):
-        import ray
-
-        done, _ = ray.wait(list(pending), num_returns=1)
-        return done
-
-    def result(self, f):
-        import ray
-
-        return ray.get(f)
-
-    def stop(self) -> None:
-        pass
-
-
 # -- the driver -------------------------------------------------------------------------------
 def build_world(
     spec,
@@ -326,7 +221,7 @@ def build_world(
     _WORLDS[str(graph)] = world
     side = [] if saved or not local else [(save_graph, str(graph))]
 
-    runner = _Ray(address, workers if not address else None) if use_ray else _Local(workers)
+    runner = RayTasks(address, workers if not address else None) if use_ray else LocalTasks(workers)
     result = _run(runner, plan, build, graph, side, validate, say, times)
     t = time.perf_counter()
     summary = _finish(plan, build, graph, out, result, say)
@@ -354,8 +249,26 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
 
     def prepare() -> None:
         """Build the renderer here when local workers will inherit it."""
-        if str(graph) in _WORLDS and isinstance(runner, _Local) and runner.workers > 1 and len(counts) < len(shards):
-            _renderer(str(graph)).list_groups
+        if (
+            str(graph) in _WORLDS
+            and isinstance(runner, LocalTasks)
+            and runner.workers > 1
+            and len(counts) < len(shards)
+        ):
+            _renderer(str(graph)).list_groups  # noqa: B018  (computed now, inherited by the workers)
+
+    def queue_indexes(pending: dict, queued: set[int]) -> None:
+        """Index every rendered shard whose page ids are known (all shards before it rendered)."""
+        offset = 0
+        for s in range(len(shards)):
+            if s not in counts:
+                return
+            if s not in indexed and s not in queued:
+                f = runner.submit(index_shard, str(pages_dir / f"shard-{s:05d}.arrow"), offset,
+                                  str(index_dir / f"shard-{s:05d}"))  # fmt: skip
+                pending[f] = ("index", s)
+                queued.add(s)
+            offset += counts[s]
 
     t0 = time.perf_counter()
     for attempt in range(POOL_RESTARTS + 1):
@@ -367,21 +280,9 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
             for s, blocks in enumerate(shards):
                 if s not in counts:
                     pending[runner.submit(render_shard, str(graph), s, blocks, str(pages_dir))] = ("render", s)
-            queued = set()
+            queued: set[int] = set()
 
-            def queue_indexes() -> None:
-                offset = 0
-                for s in range(len(shards)):
-                    if s not in counts:
-                        return
-                    if s not in indexed and s not in queued:
-                        f = runner.submit(index_shard, str(pages_dir / f"shard-{s:05d}.arrow"), offset,
-                                          str(index_dir / f"shard-{s:05d}"))  # fmt: skip
-                        pending[f] = ("index", s)
-                        queued.add(s)
-                    offset += counts[s]
-
-            queue_indexes()
+            queue_indexes(pending, queued)
             total = 2 * len(shards) + (1 if validate else 0)
             while pending:
                 for f in runner.wait(pending):
@@ -396,7 +297,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
                     if kind == "render":
                         counts[s] = value
                         _write_json(counts_file, counts)
-                        queue_indexes()
+                        queue_indexes(pending, queued)
                     elif kind == "index":
                         indexed.add(s)
                         (index_dir / f"shard-{s:05d}.done").write_text(str(value))
@@ -433,7 +334,6 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     urls = pa.chunked_array([c for t in tables for c in t.column("url").chunks], pa.string())
     kinds = pa.chunked_array([c for t in tables for c in t.column("kind").chunks], pa.string())
     renamed = unique_urls(urls, kinds)
-    from fictionworld.web.render import with_urls
 
     pages_tmp = build / "pages.arrow"
     offset = 0
