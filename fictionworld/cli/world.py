@@ -112,15 +112,7 @@ def generate(
     from fictionworld.web.shards import BuildError, build_world
 
     t0 = time.perf_counter()
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
+    with _bar() as progress:
         task = progress.add_task("generating", total=1)
 
         def step(stage: str, done: int, total: int) -> None:
@@ -148,6 +140,19 @@ def generate(
         raise typer.Exit(1)
 
 
+def _bar() -> Progress:
+    """A progress bar on stderr: stage, bar, done/total, time elapsed (left on screen)."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
+
+
 def _generate_graph(out_dir: Path, world_spec, seed: int, force: bool) -> None:
     """``generate --no-web``: the graph alone, in this process."""
     from generators import generate_world, plan
@@ -156,15 +161,7 @@ def _generate_graph(out_dir: Path, world_spec, seed: int, force: bool) -> None:
         fail(f"{out_dir} exists and is not empty (use --force to overwrite)")
     steps = plan(world_spec.counts())
     t0 = time.perf_counter()
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
+    with _bar() as progress:
         task = progress.add_task("generating", total=len(steps) + 2)
 
         def step(name: str) -> None:

@@ -72,7 +72,7 @@ def _schema():
     return b.build()
 
 
-def document(pid: int, title: str, body: str):
+def _document(pid: int, title: str, body: str):
     """The tantivy document of page ``pid`` (``body`` as plain text)."""
     import tantivy
 
@@ -104,8 +104,10 @@ class TantivyIndex:
         threads: int = 1,
         heap: int = 512_000_000,
         progress: Callable[[int], None] | None = None,
+        first_id: int = 0,
     ) -> TantivyIndex:
-        """Index (title, body) pairs; the i-th pair becomes page id i. Writes to ``path``."""
+        """Index (title, body) pairs; the i-th pair becomes page id ``first_id + i`` (a shard of a
+        web starts at its first page's id). Writes to ``path``."""
         import tantivy
 
         path = Path(path)
@@ -116,7 +118,7 @@ class TantivyIndex:
         index.register_tokenizer("fw", _analyzer())
         writer = index.writer(heap_size=heap * threads, num_threads=threads)
         for i, (title, body) in enumerate(docs):
-            writer.add_document(document(i, title, body))
+            writer.add_document(_document(first_id + i, title, body))
             if progress and i % 10_000 == 0:
                 progress(i)
         writer.commit()

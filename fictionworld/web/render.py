@@ -175,7 +175,7 @@ class Renderer(PerturbationPages):
 
     @property
     def blocks(self) -> int:
-        return self.entity_blocks + max(1, self.entity_blocks // 8)
+        return self.count_blocks(self.world)
 
     @property
     def list_groups(self) -> list[tuple[str, list[int], list[int], int]]:

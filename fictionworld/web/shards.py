@@ -100,34 +100,25 @@ def render_shard(graph: str, shard: int, blocks: tuple[int, int], pages_dir: str
     return n, _node(), time.process_time() - t
 
 
-def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_000_000) -> tuple[int, str]:
+def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_000_000) -> tuple[int, str, float]:
     """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments)."""
-    import tantivy
-
-    from fictionworld.web.index import _analyzer, _schema, document
+    from fictionworld.web.index import TantivyIndex
 
     t = time.process_time()
     final = Path(index_dir)
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    index = tantivy.Index(_schema(), path=str(tmp))
-    index.register_tokenizer("fw", _analyzer())
-    writer = index.writer(heap_size=heap, num_threads=1)
-    pid = offset
     with pa.memory_map(pages_file, "r") as source:
         reader = ipc.open_file(source)
-        for i in range(reader.num_record_batches):
-            batch = reader.get_batch(i)
-            for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist()):
-                writer.add_document(document(pid, title, plain_text(text)))
-                pid += 1
-    writer.commit()
-    writer.wait_merging_threads()
-    del writer, index
+        batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        docs = (
+            (title, plain_text(text))
+            for batch in batches
+            for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist())
+        )
+        n = TantivyIndex.build(docs, tmp, heap=heap, first_id=offset).num_docs
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
-    return pid - offset, _node(), time.process_time() - t
+    return n, _node(), time.process_time() - t
 
 
 def save_graph(graph: str) -> None:
@@ -357,9 +348,9 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     say("joining shards", 2, 3)
     from fictionworld.web.index import TantivyIndex
 
-    n_docs = TantivyIndex.open(index).num_docs
-    if n_docs != offset:
-        raise WebError(f"{index}: {n_docs} documents for {offset} pages")
+    joined = TantivyIndex.open(index)
+    if joined.num_docs != offset:
+        raise WebError(f"{index}: {joined.num_docs} documents for {offset} pages")
     out.mkdir(parents=True, exist_ok=True)
     for name in ("entities.parquet", "facts.parquet"):
         os.replace(graph / name, out / name)
@@ -370,7 +361,8 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     manifest = json.loads((graph / "manifest.json").read_text())
     from fictionworld.web.web import web_manifest
 
-    (out / "web.json").write_text(json.dumps(web_manifest(manifest, offset), indent=2) + "\n")
+    web_json = web_manifest(manifest["world_hash"], manifest["spec"].get("web", {}), offset, joined)
+    (out / "web.json").write_text(json.dumps(web_json, indent=2) + "\n")
     (out / "manifest.json.tmp").write_text(json.dumps(manifest, indent=2))
     os.replace(out / "manifest.json.tmp", out / "manifest.json")
     shutil.rmtree(build)
