@@ -3,6 +3,11 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
 
     python benchmarks/bench_search.py                        # 100k with peers
     python benchmarks/bench_search.py --sizes 1000000 --no-peers
+    python benchmarks/bench_search.py --world DIR            # serving a saved world (any size)
+
+``--world`` times a fresh process from its start to its first answer, opening the world as a
+server does (``verify="files"``: file digests, lazily read tables, the memory-mapped lexicon),
+and as ``World.load`` does by default (the content hash), then query latency on one core.
 
 Each size runs in a fresh subprocess (its own RSS). Latencies are single-query, one at a time,
 on one core (the process is pinned to one CPU where the OS allows). "engine" is the index alone
@@ -119,12 +124,99 @@ print(json.dumps(out))
 """
 
 
+SERVE_CHILD = r"""
+import time
+t0 = time.perf_counter()
+import json, os, sys
+verify = {"files": "files", "none": False, "content": True}[sys.argv[2]]
+try:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+except (AttributeError, OSError):
+    pass
+import fictionworld as fw
+t1 = time.perf_counter()
+world = fw.World.load(sys.argv[1], verify=verify)
+t2 = time.perf_counter()
+first = world.search("Juopla festival", k=10)
+t3 = time.perf_counter()
+out = {"import_s": t1 - t0, "load_s": t2 - t1, "first_search_s": t3 - t2, "in_process_s": t3 - t0, "verify": sys.argv[2]}
+if sys.argv[3] == "1":
+    import numpy as np, psutil
+    web = world.web
+    names = web.lexicon.names if web.lexicon is not None else world.entities.name
+    rng = np.random.default_rng(0)
+    n = len(names)
+    def typo(s):
+        w = s.split(" "); i = max(range(len(w)), key=lambda k: len(w[k])); x = w[i]
+        if len(x) > 4: j = int(rng.integers(1, len(x) - 2)); w[i] = x[:j] + x[j + 1] + x[j] + x[j + 2:]
+        return " ".join(w)
+    lists = np.flatnonzero(web.pages.kind == "list")
+    extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
+    queries = []
+    for r in rng.choice(n, 1200, replace=False).tolist():
+        kind = len(queries) % 6
+        name = names[r]
+        if kind == 0: queries.append(name)
+        elif kind in (1, 2): queries.append(f"{name} {extra[int(rng.integers(len(extra)))]}")
+        elif kind == 3: queries.append(typo(name))
+        elif kind == 4: queries.append(web.pages.titles[int(rng.choice(lists))].lower())
+        else: queries.append(f"who {['founded', 'directed', 'wrote', 'won'][len(queries) % 4]} {name}")
+    def lat(fn, qs):
+        ts = []
+        for q in qs:
+            t = time.perf_counter(); fn(q); ts.append(time.perf_counter() - t)
+        ts = np.array(ts) * 1000
+        return {"p50_ms": float(np.percentile(ts, 50)), "p99_ms": float(np.percentile(ts, 99)), "max_ms": float(ts.max())}
+    out["search_tool"] = lat(lambda q: world.search(q, k=10), queries)
+    out["by_kind"] = {k: lat(lambda q: world.search(q, k=10), queries[i::6]) for i, k in enumerate(
+        ["name", "name+word", "name+word ", "typo", "directory", "who ... name"])}
+    out["retrieval"] = lat(lambda q: web.hits(q, 10), queries)
+    out["open_tool"] = lat(lambda u: world.open(u), [web.pages.urls[i] for i in rng.choice(len(web.pages), 1000).tolist()])
+    out["rss_gib"] = psutil.Process().memory_info().rss / 2**30
+print(json.dumps(out))
+"""
+
+
+def serve(world: str, repeat: int) -> None:
+    """Fresh processes opening ``world``: wall time from spawning one to its first answer."""
+    import time
+
+    print(f"== serving {world} (fresh process each; one core) ==")
+    for verify in ("files", "none", "content"):
+        for i in range(repeat if verify != "content" else 1):
+            t = time.perf_counter()
+            r = subprocess.run([sys.executable, "-c", SERVE_CHILD, world, verify, "1" if (verify, i) == ("files", 0) else "0"],
+                               capture_output=True, text=True)  # fmt: skip
+            wall = time.perf_counter() - t
+            if r.returncode:
+                print(r.stderr, file=sys.stderr)
+                raise SystemExit(r.returncode)
+            d = json.loads(r.stdout.strip().splitlines()[-1])
+            print(
+                f"verify={verify:8} spawn to first answer {wall:.2f} s  (in process {d['in_process_s']:.2f} s: import "
+                f"{d['import_s']:.2f}, World.load {d['load_s']:.2f}, first search {d['first_search_s']:.2f})"
+            )
+            if "search_tool" in d:
+                print(f"{'':32} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
+                rows = [("world.search (1,200 queries)", d["search_tool"]), ("retrieval (Web.hits)", d["retrieval"]),
+                        ("world.open (1,000 pages)", d["open_tool"])] + [(f"  search: {k}", v) for k, v in d["by_kind"].items()]  # fmt: skip
+                for name, m in rows:
+                    print(f"{name:32} {m['p50_ms']:9.3f} {m['p99_ms']:9.3f} {m['max_ms']:9.1f}")
+                print(f"RSS after the queries: {d['rss_gib']:.2f} GiB")
+                print(json.dumps(d), file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     ap.add_argument("--no-peers", action="store_true", help="skip bm25s and rank-bm25")
     ap.add_argument("--rank-bm25-queries", type=int, default=100, help="rank-bm25 scans every page per query")
+    ap.add_argument("--world", help="serve this saved world instead of generating (first answer, latency)")
+    ap.add_argument("--repeat", type=int, default=3, help="fresh processes per verify mode with --world")
     args = ap.parse_args()
+    if args.world:
+        serve(args.world, args.repeat)
+        return
     for n in args.sizes:
         r = subprocess.run(
             [sys.executable, "-c", CHILD, str(n), "0" if args.no_peers else "1", str(args.rank_bm25_queries)],

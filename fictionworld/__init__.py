@@ -119,9 +119,10 @@ def generate(seed: int, entities: int | None = None, spec: WorldSpec | None = No
     return generate_world(spec, seed, progress=progress)
 
 
-def load(path, *, verify: bool = True) -> World:
+def load(path, *, verify: bool | str = True) -> World:
     """A world saved with ``World.save`` or ``fictionworld generate`` (its web opens on first
-    search)."""
+    search). ``verify``: True recomputes the content hash, ``"files"`` checks the data files'
+    digests (and reads the tables lazily), False trusts them (see :func:`load_world`)."""
     return load_world(path, verify=verify)
 
 

@@ -7,24 +7,26 @@ and reports any problem as one :class:`WorldFormatError` line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from fictionworld.dates import NA_DATE
+from fictionworld.reading import WorldFormatError, lazy_tables, read_table, read_tables
 from fictionworld.schema import PREDICATES
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import NA_INT, TYPE_NAMES, EntityTable, FactTable
+from fictionworld.tables import NA_INT, TYPE_NAMES
 from fictionworld.world import FORMAT, UNITS, World
 
-__all__ = ["WorldFormatError", "save_world", "load_world", "read_manifest"]
+__all__ = ["WorldFormatError", "save_world", "load_world", "read_manifest", "file_digests"]
 
 FORMAT_NAME, FORMAT_VERSION = FORMAT.split("/")
 FORMAT_VERSION_INT = int(FORMAT_VERSION)
@@ -53,10 +55,6 @@ FACT_COLUMNS = (
     "end",
     "source",
 )
-
-
-class WorldFormatError(Exception):
-    """A world directory that cannot be read: missing, truncated, foreign or too new."""
 
 
 def _dict_array(codes: np.ndarray, values: list[str], index_type=pa.int32()) -> pa.DictionaryArray:
@@ -140,6 +138,7 @@ def save_world(world: World, path: str | Path, *, overwrite: bool = False, web: 
             "by_predicate": world.predicate_counts(),
         },
         "world_hash": world.world_hash,
+        "files": file_digests(path),
         "created_by": _created_by(),
     }
     (path / "manifest.json.tmp").write_text(json.dumps(manifest, indent=2, sort_keys=False))
@@ -186,40 +185,33 @@ def read_manifest(path: str | Path) -> dict:
     return manifest
 
 
-def _read(path: Path, name: str, columns: tuple[str, ...], dictionary: list[str]) -> pa.Table:
-    file = path / name
-    if not file.exists():
-        raise WorldFormatError(f"{path}: {name} is missing")
-    try:
-        table = pq.read_table(file, read_dictionary=dictionary)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise WorldFormatError(f"{file}: unreadable (truncated or corrupt?): {first}") from None
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise WorldFormatError(f"{file}: missing columns {missing}")
-    return table
+VerifyMode = Literal["content", "files", "none"]
 
 
-def _codes(
-    col: pa.ChunkedArray, vocabulary: list[str] | pa.Array, what: str, file: str, allow_null=False
-) -> np.ndarray:
-    """Map a (dictionary or plain) string column onto indices of ``vocabulary``."""
-    col = col.cast(pa.string()) if not pa.types.is_string(col.type) else col
-    vocab = vocabulary if isinstance(vocabulary, pa.Array) else pa.array(vocabulary, pa.string())
-    idx = pc.index_in(col, value_set=vocab)
-    unknown = pc.and_(pc.is_null(idx), pc.is_valid(col))
-    if pc.any(unknown).as_py():
-        bad = pc.filter(col, unknown)[0].as_py()
-        raise WorldFormatError(f"{file}: unknown {what} {bad!r} (corrupt or foreign file)")
-    if not allow_null and col.null_count:
-        raise WorldFormatError(f"{file}: {what} column has empty cells (corrupt)")
-    return idx.to_numpy(zero_copy_only=False)
+def _verify_mode(verify: bool | str) -> VerifyMode:
+    if verify is True or verify == "content":
+        return "content"
+    if verify is False or verify == "none":
+        return "none"
+    if verify == "files":
+        return "files"
+    raise ValueError(f"verify must be True, False, 'content', 'files' or 'none', not {verify!r}")
 
 
-def load_world(path: str | Path, *, verify: bool = True) -> World:
-    """Read a world directory. ``verify`` recomputes the content hash against the manifest."""
+def load_world(path: str | Path, *, verify: bool | str = True) -> World:
+    """Read a world directory, checking what ``verify`` says:
+
+    - ``True`` / ``"content"``: recompute the content hash from every entity and fact (seconds
+      per million entities; the world is read whole);
+    - ``"files"``: compare each data file's digest with the manifest's, at disk speed (a
+      manifest without digests falls back to ``"content"``);
+    - ``False`` / ``"none"``: trust the content (the manifest, row counts and file footers are
+      still checked).
+
+    Without ``"content"`` the tables are read lazily, a column at a time on first use, so a
+    server opening a big world answers its first search without reading the graph."""
     path = Path(path)
+    mode = _verify_mode(verify)
     manifest = read_manifest(path)
     try:
         spec = WorldSpec.model_validate(manifest["spec"])
@@ -228,21 +220,21 @@ def load_world(path: str | Path, *, verify: bool = True) -> World:
 
         problems = "; ".join(problem_lines(exc, what="spec field", model=WorldSpec))
         raise WorldFormatError(f"{path}/manifest.json: invalid spec: {problems}") from None
-    ent = _read(path, "entities.parquet", tuple(ENTITY_SCHEMA.names), ["type", "culture"])
-    facts = _read(path, "facts.parquet", FACT_COLUMNS, [])
+    if mode == "files" and not isinstance(manifest.get("files"), dict):
+        mode = "content"
+    if mode == "files":
+        _check_digests(path, manifest["files"])
     counts = manifest["counts"]
-    if ent.num_rows != counts.get("entities") or facts.num_rows != counts.get("facts"):
-        raise WorldFormatError(
-            f"{path}: row counts ({ent.num_rows} entities, {facts.num_rows} facts) differ from "
-            f"the manifest ({counts.get('entities')}, {counts.get('facts')}): truncated or modified"
-        )
-    try:
-        entities = _entities_from(ent, path)
-        fact_table = _facts_from(facts, entities, path)
-    except (pa.ArrowException, ValueError, TypeError, KeyError) as exc:
-        raise WorldFormatError(
-            f"{path}: malformed content: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        ) from None
+    if mode == "content":
+        ent = read_table(path, "entities.parquet", tuple(ENTITY_SCHEMA.names), ["type", "culture"])
+        facts = read_table(path, "facts.parquet", FACT_COLUMNS, [])
+        _check_counts(path, ent.num_rows, facts.num_rows, counts)
+        entities, fact_table = read_tables(path, ent, facts)
+    else:
+        n_ent = _footer(path, "entities.parquet", tuple(ENTITY_SCHEMA.names))
+        n_facts = _footer(path, "facts.parquet", FACT_COLUMNS)
+        _check_counts(path, n_ent, n_facts, counts)
+        entities, fact_table = lazy_tables(path, n_ent, n_facts)
     world = World(
         spec=spec,
         seed=int(manifest["seed"]),
@@ -250,76 +242,62 @@ def load_world(path: str | Path, *, verify: bool = True) -> World:
         facts=fact_table,
         generators=manifest.get("generators", {}),
     )
-    if verify and world.world_hash != manifest["world_hash"]:
-        raise WorldFormatError(f"{path}: content does not match the manifest's world_hash (modified or corrupt)")
+    if mode == "content":
+        if world.world_hash != manifest["world_hash"]:
+            raise WorldFormatError(f"{path}: content does not match the manifest's world_hash (modified or corrupt)")
+    else:
+        world.__dict__["world_hash"] = manifest["world_hash"]  # checked by digest, or trusted
     world.path = path
     return world
 
 
-def _entities_from(t: pa.Table, path: Path) -> EntityTable:
-    file = f"{path}/entities.parquet"
-    type_code = _codes(t.column("type"), list(TYPE_NAMES), "entity type", file).astype(np.int16)
-    id_col = t.column("id")
-    parts = pc.extract_regex(id_col, r"^(?P<t>[a-z_]+):(?P<n>[0-9]{1,9})$")
-    if parts.null_count:
-        bad = pc.filter(id_col, pc.is_null(parts))[0].as_py()
-        raise WorldFormatError(f"{file}: malformed entity id {bad!r}")
-    id_type = _codes(pc.struct_field(parts, "t"), list(TYPE_NAMES), "entity type in id", file)
-    if not np.array_equal(id_type, type_code):
-        k = int(np.flatnonzero(id_type != type_code)[0])
+def _check_counts(path: Path, entities: int, facts: int, counts: dict) -> None:
+    if entities != counts.get("entities") or facts != counts.get("facts"):
         raise WorldFormatError(
-            f"{file}: entity id {id_col[k].as_py()!r} does not match its type {TYPE_NAMES[type_code[k]]}"
+            f"{path}: row counts ({entities} entities, {facts} facts) differ from "
+            f"the manifest ({counts.get('entities')}, {counts.get('facts')}): truncated or modified"
         )
-    local = pc.cast(pc.struct_field(parts, "n"), pa.int32()).to_numpy(zero_copy_only=False)
-    if t.column("name").null_count:
-        raise WorldFormatError(f"{file}: entity without a name")
-    aliases = np.empty(t.num_rows, dtype=object)
-    aliases[:] = [tuple(a) if a else () for a in t.column("aliases").to_pylist()]
-    culture = t.column("culture").cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False).astype(object)
-    group = t.column("namesake_group").fill_null(-1).to_numpy().astype(np.int32)
-    name = t.column("name").to_numpy(zero_copy_only=False).astype(object)
-    table = EntityTable(
-        type_code=type_code,
-        local=local.astype(np.int32),
-        name=name,
-        aliases=aliases,
-        culture=culture,
-        namesake_group=group,
-    )
-    table.__dict__["ids"] = id_col.to_numpy(zero_copy_only=False).astype(object)  # prime the cached ids
-    return table
 
 
-def _int_col(t: pa.Table, name: str, na, dtype) -> np.ndarray:
-    col = t.column(name)
-    if pa.types.is_date32(col.type):
-        col = col.cast(pa.int32())
-    return col.fill_null(na).to_numpy().astype(dtype)
+def _footer(path: Path, name: str, columns: tuple[str, ...]) -> int:
+    """Row count of a Parquet file, from its footer (which must read, with every column)."""
+    file = path / name
+    if not file.exists():
+        raise WorldFormatError(f"{path}: {name} is missing")
+    try:
+        meta = pq.ParquetFile(file).metadata
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise WorldFormatError(f"{file}: unreadable (truncated or corrupt?): {first}") from None
+    names = set(meta.schema.to_arrow_schema().names)
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise WorldFormatError(f"{file}: missing columns {missing}")
+    return meta.num_rows
 
 
-def _facts_from(t: pa.Table, entities: EntityTable, path: Path) -> FactTable:
-    file = f"{path}/facts.parquet"
-    ids = pa.array(entities.ids.tolist(), pa.string())
-    subject = _codes(t.column("subject"), ids, "entity id", file).astype(np.int32)
-    obj = _codes(t.column("object"), ids, "entity id", file, allow_null=True)
-    obj = np.where(t.column("object").is_null().to_numpy(zero_copy_only=False), -1, obj).astype(np.int32)
-    predicate = _codes(t.column("predicate"), list(PREDICATES), "predicate", file).astype(np.int16)
-    sources_col = t.column("source").cast(pa.string())
-    sources = sorted(set(pc.unique(sources_col).to_pylist()) - {None})
-    source = _codes(sources_col, sources, "source", file).astype(np.int16)
-    text = np.empty(t.num_rows, dtype=object)
-    text[:] = t.column("value_text").to_pylist()
-    return FactTable(
-        id=_int_col(t, "id", 0, np.int64),
-        subject=subject,
-        predicate=predicate,
-        object=obj,
-        v_int=_int_col(t, "value_int", NA_INT, np.int64),
-        v_float=t.column("value_float").fill_null(np.nan).to_numpy().astype(np.float64),
-        v_date=_int_col(t, "value_date", int(NA_DATE), np.int32),
-        v_text=text,
-        start=_int_col(t, "start", int(NA_DATE), np.int32),
-        end=_int_col(t, "end", int(NA_DATE), np.int32),
-        source=source,
-        sources=tuple(sources),
-    )
+def file_digests(path: Path, names: tuple[str, ...] = ("entities.parquet", "facts.parquet")) -> dict:
+    """``{name: {"bytes": size, "blake2b": hex}}`` of a world's data files."""
+    out = {}
+    for name in names:
+        h = hashlib.blake2b(digest_size=20)
+        with open(path / name, "rb") as f:
+            while chunk := f.read(1 << 23):
+                h.update(chunk)
+        out[name] = {"bytes": (path / name).stat().st_size, "blake2b": h.hexdigest()}
+    return out
+
+
+def _check_digests(path: Path, recorded: dict) -> None:
+    names = tuple(recorded)
+    if set(names) != {"entities.parquet", "facts.parquet"}:
+        raise WorldFormatError(f"{path}/manifest.json: its file digests name {sorted(names)}")
+    for name in names:
+        if not (path / name).exists():
+            raise WorldFormatError(f"{path}: {name} is missing")
+        if (path / name).stat().st_size != recorded[name].get("bytes"):
+            raise WorldFormatError(f"{path}: {name} has another size than the manifest records (truncated or modified)")
+    actual = file_digests(path, names)
+    for name in names:
+        if actual[name]["blake2b"] != recorded[name].get("blake2b"):
+            raise WorldFormatError(f"{path}: {name} does not match the manifest's digest (modified or corrupt)")

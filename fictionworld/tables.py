@@ -7,6 +7,7 @@ check is a vectorised pass. A networkx view is built on demand (``World.graph``)
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Literal
@@ -16,7 +17,17 @@ import numpy as np
 from fictionworld.dates import NA_DATE, from_days
 from fictionworld.schema import ENTITY_TYPES, DType
 
-__all__ = ["EntityTable", "FactTable", "object_array", "NA_INT", "NA_DATE", "TYPE_NAMES", "TYPE_CODE"]
+__all__ = [
+    "EntityTable",
+    "EntityIds",
+    "FactTable",
+    "LazyColumns",
+    "object_array",
+    "NA_INT",
+    "NA_DATE",
+    "TYPE_NAMES",
+    "TYPE_CODE",
+]
 
 NA_INT = np.int64(np.iinfo(np.int64).min)
 TYPE_NAMES: tuple[str, ...] = tuple(ENTITY_TYPES)
@@ -50,6 +61,38 @@ class EntityTable:
     def row_of(self) -> dict[str, int]:
         return {e: i for i, e in enumerate(self.ids.tolist())}
 
+    @cached_property
+    def _rows_by_local(self) -> tuple[np.ndarray, ...]:
+        """Per type: local number -> row (-1 for none)."""
+        out = []
+        for code in range(len(TYPE_NAMES)):
+            rows = np.flatnonzero(self.type_code == code)
+            local = self.local[rows]
+            table = np.full(int(local.max()) + 1 if len(rows) else 0, -1, np.int64)
+            table[local] = rows
+            out.append(table)
+        return tuple(out)
+
+    def row_of_id(self, entity_id: str) -> int:
+        """The row of ``entity_id`` ("person:42"), KeyError if none, from the numeric columns
+        (no table of every id is built)."""
+        m = _ID.fullmatch(entity_id) if isinstance(entity_id, str) else None
+        code = TYPE_CODE.get(m.group(1)) if m else None
+        if code is None or len(m.group(2)) > 9:
+            raise KeyError(entity_id)
+        table, local = self._rows_by_local[code], int(m.group(2))
+        if local >= len(table) or table[local] < 0:
+            raise KeyError(entity_id)
+        return int(table[local])
+
+    def id_of(self, row: int) -> str:
+        return f"{TYPE_NAMES[int(self.type_code[row])]}:{int(self.local[row])}"
+
+    @property
+    def id_view(self) -> EntityIds:
+        """``ids`` without building a string per entity: ``view[row]``, ``view[rows]``."""
+        return EntityIds(self)
+
     def type_of(self, row: int) -> str:
         return TYPE_NAMES[int(self.type_code[row])]
 
@@ -61,6 +104,65 @@ class EntityTable:
 
     def with_values(self, **columns: np.ndarray) -> EntityTable:
         return replace(self, **columns)
+
+
+_ID = re.compile(r"([a-z_]+):(0|[1-9][0-9]*)")
+
+
+class EntityIds:
+    """Entity ids by row, formatted on demand from the numeric columns: ``ids[row]`` is a str,
+    ``ids[rows]`` an object array (as numpy indexing of ``EntityTable.ids`` gives)."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self, table: EntityTable):
+        self._table = table
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __getitem__(self, key):
+        if isinstance(key, int | np.integer):
+            return self._table.id_of(int(key) if key >= 0 else len(self) + int(key))
+        rows = np.arange(len(self))[key] if isinstance(key, slice) else np.asarray(key, np.int64)
+        t = self._table
+        codes, local = t.type_code[rows].tolist(), t.local[rows].tolist()
+        return object_array([f"{TYPE_NAMES[c]}:{n}" for c, n in zip(codes, local)])
+
+
+class LazyColumns:
+    """Fields of a columnar table read on first use (a world opened without reading it all).
+    ``_loaders[name](table)`` returns that field, and any it computes along the way, as a dict;
+    ``_rows`` is the row count. Pickling and copying give the plain table, read whole."""
+
+    def __getattr__(self, name: str):
+        loaders = self.__dict__.get("_loaders")
+        if not loaders or name not in loaders:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        for key, value in loaders[name](self).items():
+            object.__setattr__(self, key, value)
+        return self.__dict__[name]
+
+    def __len__(self) -> int:
+        rows = self.__dict__.get("_rows")
+        return rows if rows is not None else super().__len__()
+
+    def __repr__(self) -> str:
+        read = [f.name for f in fields(self) if f.name in self.__dict__]
+        return f"{type(self).__name__}(rows={len(self):,}, read={read})"
+
+    def __reduce__(self):
+        plain = next(c for c in type(self).__mro__ if c is not LazyColumns and c.__dict__.get("__dataclass_fields__"))
+        return plain, tuple(getattr(self, f.name) for f in fields(self))
+
+    @classmethod
+    def lazy(cls, rows: int, loaders: dict, **known):
+        self = object.__new__(cls)
+        object.__setattr__(self, "_rows", rows)
+        object.__setattr__(self, "_loaders", loaders)
+        for key, value in known.items():
+            object.__setattr__(self, key, value)
+        return self
 
 
 @dataclass(frozen=True, eq=False)

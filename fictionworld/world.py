@@ -13,7 +13,7 @@ from fictionworld.dates import NA_DATE, from_days
 from fictionworld.records import Entity, Fact
 from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, PREDICATES, RELATIONS, UNITS
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import TYPE_NAMES, EntityTable, FactTable
+from fictionworld.tables import TYPE_NAMES, EntityTable, FactTable, LazyColumns
 
 __all__ = ["World", "FORMAT"]
 
@@ -104,7 +104,7 @@ class World:
     # -- records -------------------------------------------------------------------------
     def row(self, entity_id: str) -> int:
         try:
-            return self.entities.row_of[entity_id]
+            return self.entities.row_of_id(entity_id)
         except KeyError:
             raise KeyError(f"no entity {entity_id!r}") from None
 
@@ -241,8 +241,9 @@ def _update_strings(h, items: list[str]) -> None:
 
 
 def _canonical_sources(facts: FactTable) -> FactTable:
-    """Sort the source-name table so its codes never depend on generation order."""
-    if not facts.sources:
+    """Sort the source-name table so its codes never depend on generation order (a table read
+    lazily from disk is sorted as it loads)."""
+    if isinstance(facts, LazyColumns) or not facts.sources:
         return facts
     order = sorted(range(len(facts.sources)), key=lambda i: facts.sources[i])
     if order == list(range(len(order))):

@@ -35,6 +35,8 @@ def fingerprint(path: Path) -> dict:
     return {
         "hash": world.world_hash,
         "pages": (path / "pages.arrow").read_bytes(),
+        "url_order": (path / "pages.url-order.npy").read_bytes(),
+        "lexicon": {f.name: f.read_bytes() for f in sorted((path / "lexicon").iterdir())},
         "results": results,
         "manifest": json.loads((path / "manifest.json").read_text())["world_hash"],
     }
@@ -57,17 +59,21 @@ def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_p
     got, want = fingerprint(path), reference[1]
     assert got["hash"] == want["hash"] == got["manifest"]
     assert got["pages"] == want["pages"]  # byte for byte
+    assert got["url_order"] == want["url_order"] and got["lexicon"] == want["lexicon"]
     assert got["results"] == want["results"]
     assert any(got["results"])
 
 
-def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference):
+def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_path):
     from generators import generate_world
 
     world = generate_world(small_spec(), 5)
     loaded = fw.World.load(reference[0])
     assert world.web.pages.table.equals(loaded.web.pages.table)
     assert [[(r.url, round(r.score, 4)) for r in world.search(q, k=10)] for q in QUERIES] == reference[1]["results"]
+    world.save(tmp_path / "w")  # Web.save writes the lexicon and URL order a sharded build writes
+    saved = fingerprint(tmp_path / "w")
+    assert (saved["url_order"], saved["lexicon"]) == (reference[1]["url_order"], reference[1]["lexicon"])
 
 
 def test_the_sharded_index_ranks_like_one_index_ties_included(reference, tmp_path):
@@ -108,7 +114,7 @@ def test_a_two_node_ray_cluster_builds_the_same_world(reference, tmp_path):
         ray.init(address=cluster.address)
         path = tmp_path / "w"
         summary = build_world(small_spec(), 5, path, use_ray=True, address=cluster.address, shards=6)
-        assert len(summary["nodes"]) == 2, summary["nodes"]  # both nodes rendered or indexed shards
+        assert len(summary["nodes"]) == 2, summary["nodes"]  # both nodes ran tasks, writing to the shared directory
         assert fingerprint(path) == reference[1]
     finally:
         ray.shutdown()

@@ -1,5 +1,6 @@
 """Format fictionworld/1: round trip, and a clear one-line error for every kind of bad directory."""
 
+import hashlib
 import json
 import shutil
 
@@ -35,11 +36,16 @@ def test_layout_and_manifest(saved_world, world):
         "entities.parquet",
         "facts.parquet",
         "pages.arrow",
+        "pages.url-order.npy",
         "index",
+        "lexicon",
         "web.json",
     }
     m = json.loads((saved_world / "manifest.json").read_text())
     assert m["format"] == "fictionworld/1"
+    for name in ("entities.parquet", "facts.parquet"):
+        data = (saved_world / name).read_bytes()
+        assert m["files"][name] == {"bytes": len(data), "blake2b": hashlib.blake2b(data, digest_size=20).hexdigest()}
     assert m["world_hash"] == world.world_hash
     assert m["counts"]["entities"] == len(world.entities)
     assert "people-v0" in m["generators"]

@@ -19,7 +19,7 @@ from fictionworld.web.render import plain_text
 if TYPE_CHECKING:
     from fictionworld.web.web import Web
 
-__all__ = ["Hit", "WorldModel", "TemplateWorldModel", "make_snippet", "SNIPPET_CHARS"]
+__all__ = ["Hit", "WorldModel", "TemplateWorldModel", "make_snippet", "query_stems", "SNIPPET_CHARS"]
 
 SNIPPET_CHARS = 240
 MAX_SENTENCES = 40  # snippets come from the first sentences of long pages
@@ -58,21 +58,28 @@ def _stem(w: str) -> str:
     return w[:5]
 
 
+def query_stems(query: str) -> frozenset[str]:
+    """The stems :func:`make_snippet` matches sentences with (computed once per query)."""
+    return frozenset(_stem(w) for w in words(query))
+
+
 def make_snippet(
-    text: str, query: str, *, leak: bool, keep: frozenset[str] = frozenset(), names: tuple[str, ...] = ()
-) -> str:
+    text: str, query: str, *, leak: bool, keep: frozenset[str] = frozenset(), names: tuple[str, ...] = (),
+    stems: frozenset[str] | None = None,
+) -> str:  # fmt: skip
     """A query-dependent excerpt: the sentences that match the query best. Unless ``leak``,
     values are teased: dates, numbers and linked names the query does not mention become "…".
     A name the query spells out whole keeps its number ("Vesalena Exhibition 1998"): a linked
-    name, or one of ``names`` (the page's subject, which its text does not link)."""
-    q = {_stem(w) for w in words(query)}
+    name, or one of ``names`` (the page's subject, which its text does not link). ``stems``:
+    :func:`query_stems` of the query, when the caller has them."""
+    q = query_stems(query) if stems is None else stems
     sentences = [
         s for s in _SENTENCES.split(text[:SCAN_CHARS], maxsplit=MAX_SENTENCES) if s.strip() and not s.startswith("#")
     ]
     if not sentences:
         return ""
     # word stems as substrings of the lowercased sentence: cheap, and good enough to pick one
-    scores = [sum(1 for x in q if x in s.lower()) for s in sentences]
+    scores = [sum(x in low for x in q) for low in (s.lower() for s in sentences)]
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     picked, size = [], 0
     for s in sentences[best:]:
@@ -113,10 +120,7 @@ def make_snippet(
 def _subject_names(web: Web, row: int) -> tuple[str, ...]:
     """The name and aliases of the page's main entity (none for a page about no entity)."""
     e = int(web.pages.entity[row])
-    if e < 0:
-        return ()
-    ents = web.world.entities
-    return (ents.name[e], *ents.aliases[e])
+    return () if e < 0 else web.subject_forms(e)
 
 
 class TemplateWorldModel:
@@ -128,8 +132,9 @@ class TemplateWorldModel:
     def render_results(self, web: Web, query: str, hits: list[Hit], knobs: Knobs) -> list[SearchResult]:
         out = []
         p = web.pages
-        for h in hits:
-            leak = web.leaks(query, h.page, knobs.snippet_leak_rate)
+        stems = query_stems(query)
+        leaks = web.leaks_of(query, [h.page for h in hits], knobs.snippet_leak_rate)
+        for h, leak in zip(hits, leaks):
             text = p.text(h.page)
             if p.kind[h.page] == "list":
                 names = _LINK.findall(text)
@@ -138,7 +143,7 @@ class TemplateWorldModel:
                     f" {MASK}" if len(names) > 3 else "."
                 )
             else:
-                snippet = make_snippet(text, query, leak=leak, names=_subject_names(web, h.page))
+                snippet = make_snippet(text, query, leak=leak, names=_subject_names(web, h.page), stems=stems)
             out.append(
                 SearchResult(
                     url=p.urls[h.page],

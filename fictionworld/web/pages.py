@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
+from fictionworld.web.linker import Strings
 
 __all__ = [
     "Page",
@@ -130,21 +133,25 @@ PAGE_COLUMNS: tuple[str, ...] = tuple(PAGE_SCHEMA.names)
 
 @dataclass(eq=False)
 class PageTable:
-    """All pages of a web, columnar (Arrow). Row number = page id used by the index."""
+    """All pages of a web, columnar (Arrow). Row number = page id used by the index.
+
+    Nothing is built per page in Python: ``urls`` and ``titles`` read the Arrow columns (which
+    :meth:`load` memory-maps), and ``row_of_url`` is a binary search over the URLs' sort order
+    (saved beside the pages, else sorted on the first lookup)."""
 
     table: pa.Table
+    url_order: np.ndarray | None = None  # page rows by URL (bytewise order), when known
 
     def __post_init__(self) -> None:
         t = self.table
-        self.urls: list[str] = t.column("url").to_pylist()
-        self.titles: list[str] = t.column("title").to_pylist()
-        self.kind = np.asarray(t.column("kind").to_numpy(zero_copy_only=False), dtype=object)
-        layers = t.column("layer").to_pylist()
-        self.layer = np.array([LAYERS.index(x) for x in layers], dtype=np.int8)
+        self.urls = Strings(t.column("url"))
+        self.titles = Strings(t.column("title"))
+        self.kind = _decode(t.column("kind"), PAGE_KINDS, "page kind")
+        self.layer = _codes(t.column("layer"), LAYERS, "layer").astype(np.int8)
         self.u = t.column("u").to_numpy()
         self.entity = t.column("entity").to_numpy()
         self.published = t.column("published").cast(pa.int32()).to_numpy()
-        self.row_of_url: dict[str, int] = {u: i for i, u in enumerate(self.urls)}
+        self.row_of_url = UrlIndex(self.urls, self.url_order)
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -181,14 +188,84 @@ class PageTable:
 
     # -- disk ----------------------------------------------------------------------------
     def save(self, path: Path) -> None:
+        """``path`` (Arrow IPC, batches of 65,536 rows) and the URL order beside it."""
         with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, self.table.schema) as writer:
             writer.write_table(self.table, max_chunksize=65_536)
+        np.save(url_order_path(path), self.row_of_url.order)
 
     @classmethod
     def load(cls, path: Path) -> PageTable:
-        """Memory-maps the Arrow file: opening is O(1) in the text size."""
+        """Memory-maps the Arrow file (and the URL order saved beside it): opening is O(1) in
+        the text size."""
         source = pa.memory_map(str(path), "r")
         table = ipc.open_file(source).read_all()
         if table.schema != PAGE_SCHEMA:
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
-        return cls(table)
+        order = None
+        if url_order_path(path).exists():
+            order = np.load(url_order_path(path), mmap_mode="r")
+            if order.shape != (table.num_rows,) or order.dtype.kind != "i":
+                raise ValueError(f"{url_order_path(path).name}: not the URL order of {table.num_rows:,} pages")
+        return cls(table, order)
+
+
+def url_order_path(pages_file: Path) -> Path:
+    """Where the URL sort order of ``pages.arrow`` lives: ``pages.url-order.npy`` beside it."""
+    return Path(pages_file).with_name(Path(pages_file).stem + ".url-order.npy")
+
+
+def url_order(urls: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Rows of ``urls`` in bytewise (= code point) order of the URLs."""
+    return pc.sort_indices(urls).to_numpy().astype(np.int32 if len(urls) < 2**31 else np.int64)
+
+
+class UrlIndex(Mapping):
+    """URL -> page row, by binary search over the URLs in sorted order (no dict of every URL)."""
+
+    def __init__(self, urls: Strings, order: np.ndarray | None = None):
+        self._urls = urls
+        self._order = order
+
+    @property
+    def order(self) -> np.ndarray:
+        if self._order is None:
+            self._order = url_order(self._urls.arr)
+        return self._order
+
+    def __getitem__(self, url: str) -> int:
+        if not isinstance(url, str):
+            raise KeyError(url)
+        order = self.order
+        urls = self._urls
+        lo, hi = 0, len(order)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if urls[int(order[mid])] < url:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(order) and urls[int(order[lo])] == url:
+            return int(order[lo])
+        raise KeyError(url)
+
+    def __contains__(self, url: object) -> bool:
+        return isinstance(url, str) and self.get(url) is not None
+
+    def __iter__(self):
+        return iter(self._urls)
+
+    def __len__(self) -> int:
+        return len(self._urls)
+
+
+def _codes(column: pa.ChunkedArray, values: tuple[str, ...], what: str) -> np.ndarray:
+    idx = pc.index_in(column, value_set=pa.array(values, pa.string()))
+    if idx.null_count:
+        bad = pc.filter(column, pc.is_null(idx))[0].as_py()
+        raise ValueError(f"unknown {what} {bad!r}")
+    return idx.to_numpy()
+
+
+def _decode(column: pa.ChunkedArray, values: tuple[str, ...], what: str) -> np.ndarray:
+    """The column as a numpy object array of str, decoded from codes (shared str objects)."""
+    return np.array(values, dtype=object)[_codes(column, values, what)]

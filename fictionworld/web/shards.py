@@ -23,11 +23,15 @@ from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks
-from fictionworld.web.pages import PAGE_SCHEMA, WebError
+from fictionworld.web.lexicon import finish_lexicon, web_speller
+from fictionworld.web.linker import Speller
+from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
 from fictionworld.web.render import RENDERER, Renderer, plain_text
 from fictionworld.web.urls import unique_urls, with_urls
 
@@ -131,11 +135,23 @@ def save_graph(graph: str) -> None:
     os.replace(tmp, graph)
 
 
-def check_graph(graph: str, limit: int) -> tuple[list, float]:
+def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
+    """The linker and entity names of the web's lexicon (:mod:`fictionworld.web.lexicon`),
+    written beside the rendering; the driver adds the speller at the end."""
+    from fictionworld.web.lexicon import entity_forms, write_lexicon
+    from fictionworld.web.linker import EntityLinker
+
+    t = time.process_time()
+    e = _world(graph).entities
+    write_lexicon(target, EntityLinker(e.name.tolist(), e.aliases.tolist()), entity_forms(e))
+    return None, _node(), time.process_time() - t
+
+
+def check_graph(graph: str, limit: int) -> tuple[list, str, float]:
     from fictionworld.check import check_world
 
     t = time.process_time()
-    return check_world(_world(graph), limit_per_kind=limit), time.process_time() - t
+    return check_world(_world(graph), limit_per_kind=limit), _node(), time.process_time() - t
 
 
 # -- the driver -------------------------------------------------------------------------------
@@ -265,6 +281,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
     for attempt in range(POOL_RESTARTS + 1):
         try:
             jobs = [job for job in side if not (graph / "manifest.json").exists()]
+            if not (build / "lexicon" / "part.json").exists():
+                jobs.append((build_lexicon, str(graph), str(build / "lexicon")))
             if validate and violations is None:
                 jobs.append((check_graph, str(graph), 20))
             pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs, prepare), jobs)}
@@ -279,12 +297,11 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
                 for f in runner.wait(pending):
                     kind, s = pending.pop(f)
                     value = runner.result(f)
-                    if kind in ("render", "index"):
+                    if kind in ("render", "index", "check_graph", "build_lexicon"):
                         value, node, cpu = value
                         nodes.add(node)
-                        times[f"{kind}_cpu_s"] = times.get(f"{kind}_cpu_s", 0.0) + cpu
-                    elif kind == "check_graph":
-                        value, times["check_cpu_s"] = value
+                        stage = {"check_graph": "check", "build_lexicon": "lexicon"}.get(kind, kind)
+                        times[f"{stage}_cpu_s"] = times.get(f"{stage}_cpu_s", 0.0) + cpu
                     if kind == "render":
                         counts[s] = value
                         _write_json(counts_file, counts)
@@ -306,6 +323,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
     times["shards_s"] = time.perf_counter() - t0
     if not (graph / "manifest.json").exists():
         raise BuildError(f"{graph}: the graph was not saved")
+    if not (build / "lexicon" / "part.json").exists():
+        raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
 
 
@@ -325,6 +344,8 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     urls = pa.chunked_array([c for t in tables for c in t.column("url").chunks], pa.string())
     kinds = pa.chunked_array([c for t in tables for c in t.column("kind").chunks], pa.string())
     renamed = unique_urls(urls, kinds)
+    titles = pa.chunked_array([c for t in tables for c in t.column("title").chunks], pa.string())
+    list_titles = titles.filter(pc.equal(kinds, "list")).to_pylist()
 
     pages_tmp = build / "pages.arrow"
     offset = 0
@@ -341,7 +362,12 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
                 held = [rest.slice(cut)]
         if held:
             writer.write_table(pa.concat_tables(held).combine_chunks(), max_chunksize=PAGE_BATCH)
-    del tables, urls, kinds
+    del tables, urls, kinds, titles
+    order = url_order(ipc.open_file(pa.memory_map(str(pages_tmp), "r")).read_all().column("url"))
+    np.save(build / "pages.url-order.npy", order)
+    manifest = json.loads((graph / "manifest.json").read_text())
+    lexicon = build / "lexicon"
+    finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), list_titles), manifest["world_hash"])
     say("joining shards", 1, 3)
     index = build / "index.joined"
     _join_indexes([build / "index" / f"shard-{s:05d}" for s in shards], index)
@@ -355,10 +381,12 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     for name in ("entities.parquet", "facts.parquet"):
         os.replace(graph / name, out / name)
     os.replace(pages_tmp, out / "pages.arrow")
-    if (out / "index").exists():
-        shutil.rmtree(out / "index")
+    os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
+    for name in ("index", "lexicon"):
+        if (out / name).exists():
+            shutil.rmtree(out / name)
     os.replace(index, out / "index")
-    manifest = json.loads((graph / "manifest.json").read_text())
+    os.replace(lexicon, out / "lexicon")
     from fictionworld.web.web import web_manifest
 
     web_json = web_manifest(manifest["world_hash"], manifest["spec"].get("web", {}), offset, joined)

@@ -18,6 +18,15 @@ from fictionworld.folding import fold_phrase
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import mix64
 from fictionworld.web.index import SearchBackend, TantivyIndex
+from fictionworld.web.lexicon import (
+    LEXICON_DIR,
+    Lexicon,
+    entity_forms,
+    finish_lexicon,
+    list_titles,
+    web_speller,
+    write_lexicon,
+)
 from fictionworld.web.linker import EntityLinker, Link, Speller, words
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
 from fictionworld.web.pages import (
@@ -77,15 +86,18 @@ class Web:
     opened from a saved world directory (``Web.load``, memory-mapped, in well under 2 s)."""
 
     def __init__(self, world, pages: PageTable, index: SearchBackend, model: WorldModel | None = None,
-                 knobs: Knobs | None = None, tmp: tempfile.TemporaryDirectory | None = None):  # fmt: skip
+                 knobs: Knobs | None = None, tmp: tempfile.TemporaryDirectory | None = None,
+                 lexicon: Lexicon | None = None):  # fmt: skip
         """``index`` is any :class:`~fictionworld.web.index.SearchBackend` over ``pages`` (page
-        id = row); ``build`` and ``load`` make the default, :class:`TantivyIndex`."""
+        id = row); ``build`` and ``load`` make the default, :class:`TantivyIndex`. ``lexicon``:
+        the linker, speller and entity names saved with the web (else built on first use)."""
         self.world = world
         self.pages = pages
         self.index = index
         self.model: WorldModel = model or TemplateWorldModel()
         self.knobs = knobs if knobs is not None else world.spec.web.knobs
-        self.entity_ids = world.entities.ids
+        self.entity_ids = world.entities.id_view
+        self.lexicon = lexicon
         self._tmp = tmp  # keeps an in-memory build's index directory alive
 
     # -- building and persistence --------------------------------------------------------
@@ -131,6 +143,9 @@ class Web:
                 shutil.rmtree(target)
             shutil.copytree(self.index.path, target)
         self.pages.save(d / "pages.arrow")
+        forms = self.lexicon.forms if self.lexicon is not None else entity_forms(self.world.entities)
+        write_lexicon(d / LEXICON_DIR, self.linker, forms)
+        finish_lexicon(d / LEXICON_DIR, self._speller, self.world.world_hash)
         (d / "web.json").write_text(json.dumps(self.manifest(), indent=2) + "\n")
 
     def manifest(self) -> dict:
@@ -163,13 +178,26 @@ class Web:
             raise WebError(f"{d / 'index'}: unreadable search index ({e})") from None
         if index.num_docs != len(pages):
             raise WebError(f"{d / 'index'}: {index.num_docs} documents for {len(pages)} pages; rebuild it")
-        return cls(world, pages, index)
+        try:
+            lexicon = Lexicon.open(d / LEXICON_DIR, world.world_hash, len(world.entities))
+        except ValueError as e:
+            raise WebError(f"{e}; rebuild it") from None
+        return cls(world, pages, index, lexicon=lexicon)
 
     # -- lookups -------------------------------------------------------------------------
     @cached_property
     def linker(self) -> EntityLinker:
+        if self.lexicon is not None:
+            return self.lexicon.linker
         e = self.world.entities
         return EntityLinker(e.name.tolist(), e.aliases.tolist())
+
+    def subject_forms(self, row: int) -> tuple[str, ...]:
+        """Entity ``row``'s name and aliases."""
+        if self.lexicon is not None:
+            return self.lexicon.subject_forms(row)
+        e = self.world.entities
+        return (e.name[row], *e.aliases[row])
 
     @cached_property
     def _article_of(self) -> np.ndarray:
@@ -183,10 +211,9 @@ class Web:
     def _speller(self) -> Speller:
         """Spellings a misspelt query word may stand for: words of entity names and of
         directory titles ("Films released in 1998", "Companies in the glassmaking industry")."""
-        vocab = set(self.linker.word_of)
-        for row in np.flatnonzero(self.pages.kind == "list").tolist():
-            vocab.update(words(self.pages.titles[row]))
-        return Speller(vocab)
+        if self.lexicon is not None:
+            return self.lexicon.speller
+        return web_speller(self.linker.speller, list_titles(self.pages))
 
     @cached_property
     def _title_rows(self) -> dict[str, list[int]]:
@@ -216,10 +243,14 @@ class Web:
 
     def leaks(self, query: str, page: int, rate: float) -> bool:
         """Whether this result's snippet shows values: a fixed draw per (query, page)."""
-        if rate <= 0:
-            return False
+        return self.leaks_of(query, [page], rate)[0]
+
+    def leaks_of(self, query: str, pages: list[int], rate: float) -> list[bool]:
+        """:meth:`leaks` for several pages, in one vectorised draw."""
+        if rate <= 0 or not pages:
+            return [False] * len(pages)
         key = int.from_bytes(" ".join(words(query)).encode()[:8].ljust(8, b"\0"), "little") ^ len(query)
-        return float(mix64(np.array([page]), key)[0]) / 2**64 < rate
+        return (mix64(np.array(pages), key).astype(np.float64) / 2**64 < rate).tolist()
 
     # -- the tools -----------------------------------------------------------------------
     def hits(self, query: str, n: int, knobs: Knobs | None = None) -> list[Hit]:

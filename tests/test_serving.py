@@ -1,0 +1,209 @@
+"""Opening a saved world to serve it: lazily read tables, file digests, the lexicon (linker,
+speller and names memory-mapped), the URL lookup, and search results equal to a world read
+whole with its linker built in memory."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+import shutil
+from collections import defaultdict
+from dataclasses import fields
+
+import numpy as np
+import pytest
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
+import fictionworld as fw
+from fictionworld.storage import WorldFormatError, load_world
+from fictionworld.tables import LazyColumns
+from fictionworld.web import WebError
+from fictionworld.web.linker import MIN_SIMILARITY, Speller
+
+
+def literal_correct(vocab: set[str], word: str) -> list[str]:
+    """The speller's rule written plainly: known -> itself; short or a number -> nothing; else the
+    closest words of length ±1 sharing the first letter or the last two (ties all kept)."""
+    if word in vocab:
+        return [word]
+    if len(word) < 4 or word.isdigit():
+        return []
+    by_head, by_tail = defaultdict(set), defaultdict(set)
+    for w in vocab:
+        by_head[(len(w), w[0])].add(w)
+        by_tail[(len(w), w[-2:])].add(w)
+    pool = set()
+    for n in range(len(word) - 1, len(word) + 2):
+        pool |= by_head[(n, word[0])] | by_tail[(n, word[-2:])]
+    hits = process.extract(word, sorted(pool), scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=3)
+    return [w for w, s, _ in hits if s >= hits[0][1] - 1e-9] if hits else []
+
+
+def edits(word: str, rng: random.Random) -> str:
+    letters = "abcdeéiklmnorstuvyzøß"
+    i = rng.randrange(len(word) + 1)
+    op = rng.randrange(4)
+    if op == 0:
+        return word[:i] + rng.choice(letters) + word[i:]
+    if op == 1 and i < len(word):
+        return word[:i] + word[i + 1 :]
+    if op == 2 and i + 1 < len(word):
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+    return word[:i] + rng.choice(letters) + word[i + 1 :]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
+    rng = random.Random(seed)
+    letters = "abcdeéiklmnorstuvyzøß0123"
+    vocab = {"".join(rng.choice(letters) for _ in range(rng.randint(1, 11))) for _ in range(3_000)}
+    speller = Speller(vocab)
+    speller.save(tmp_path / "s.arrow")
+    opened = Speller.open(tmp_path / "s.arrow")
+    queries = [edits(w, rng) for w in rng.sample(sorted(vocab), 400)] + rng.sample(sorted(vocab), 100)
+    queries += ["", "a", "zzzzzzzzzzzzzzzzzzzzzzz", "1234", "ß" * 5]
+    for q in queries:
+        want = literal_correct(vocab, q)
+        assert speller.correct(q) == want, q
+        assert opened.correct(q) == want, q
+    assert len(speller) == len(vocab - {""}) and all(w in opened for w in vocab if w)
+    assert "not-a-word-here" not in opened and 3 not in opened
+
+
+def test_url_lookup_finds_every_page_and_nothing_else(world):
+    pages = world.web.pages
+    urls = list(pages.urls)
+    assert len(set(urls)) == len(urls)
+    assert all(pages.row_of_url[u] == i for i, u in enumerate(urls))
+    for u in ["", "https://nowhere.example/x", urls[0] + "x", urls[-1][:-1], "\uffff"]:
+        assert pages.row_of_url.get(u) is None and u not in pages.row_of_url
+    assert pages.row_of_url.get(None) is None and 7 not in pages.row_of_url
+    with pytest.raises(KeyError):
+        pages.row_of_url["https://nowhere.example/x"]
+
+
+def test_entity_rows_by_id_without_a_table_of_ids(world):
+    e = world.entities
+    assert all(e.row_of_id(i) == r for i, r in e.row_of.items())
+    assert list(e.id_view[np.arange(len(e))]) == e.ids.tolist() and e.id_view[-1] == e.ids[-1]
+    for bad in ["person:07", "person:-1", "nope:1", "person:", "person:99999999", "Person:1", " person:1", 5]:
+        with pytest.raises(KeyError):
+            e.row_of_id(bad)
+        with pytest.raises(KeyError):
+            world.row(bad)
+
+
+def _same_tables(a, b) -> None:
+    for table_a, table_b in ((a.entities, b.entities), (a.facts, b.facts)):
+        for f in fields(table_b):
+            x, y = getattr(table_a, f.name), getattr(table_b, f.name)
+            if isinstance(y, np.ndarray) and y.dtype == object:
+                assert x.tolist() == y.tolist(), f.name
+            elif isinstance(y, np.ndarray):
+                assert np.array_equal(x, y, equal_nan=y.dtype.kind == "f") and x.dtype == y.dtype, f.name
+            else:
+                assert x == y, f.name
+
+
+@pytest.mark.parametrize("verify", [False, "files"])
+def test_a_world_opened_to_serve_reads_nothing_until_asked_and_then_the_same(saved_world, world, verify):
+    served = load_world(saved_world, verify=verify)
+    assert isinstance(served.entities, LazyColumns) and isinstance(served.facts, LazyColumns)
+    assert len(served.entities) == len(world.entities) and len(served.facts) == len(world.facts)
+    assert served.world_hash == world.world_hash  # the manifest's, checked by digest or trusted
+    queries = [world.entities.name[r] for r in range(0, len(world.entities), 97)] + ["founded 1998", "Glasswrks"]
+    assert [served.search(q, k=10) for q in queries] == [world.search(q, k=10) for q in queries]
+    article = served.web.article_url_of(world.entities.ids[3])
+    assert served.open(article) == world.open(article)
+    # searching and opening an article read no fact and no entity name: only what the page says
+    assert not {"subject", "object", "v_text", "name", "aliases"} & (
+        set(served.facts.__dict__) | set(served.entities.__dict__)
+    )
+    assert "rows" in repr(served.facts)  # a repr that reads nothing
+    _same_tables(served, world)  # and read on demand, every column equals the one read whole
+    assert (
+        fw.World(spec=served.spec, seed=served.seed, entities=served.entities, facts=served.facts).world_hash
+        == world.world_hash
+    )
+    plain = pickle.loads(pickle.dumps(load_world(saved_world, verify=False).entities))
+    assert type(plain) is type(world.entities) and plain.ids.tolist() == world.entities.ids.tolist()
+
+
+def _copy(saved_world, tmp_path):
+    d = tmp_path / "w"
+    shutil.copytree(saved_world, d)
+    return d
+
+
+def test_file_digests_catch_a_changed_byte_and_a_short_file(saved_world, tmp_path):
+    d = _copy(saved_world, tmp_path)
+    data = bytearray((d / "facts.parquet").read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (d / "facts.parquet").write_bytes(bytes(data))
+    with pytest.raises(WorldFormatError, match="facts.parquet does not match the manifest's digest"):
+        load_world(d, verify="files")
+    load_world(d, verify=False)  # trusted: opens (what it reads later may fail, as one clear line)
+    (d / "entities.parquet").write_bytes((saved_world / "entities.parquet").read_bytes()[:-10])
+    with pytest.raises(WorldFormatError, match="entities.parquet has another size"):
+        load_world(d, verify="files")
+    with pytest.raises(WorldFormatError, match="unreadable"):
+        load_world(d, verify=False)  # a footer that does not read is caught even untrusted
+    with pytest.raises(ValueError, match="verify must be"):
+        load_world(saved_world, verify="yes")
+
+
+def test_a_manifest_without_digests_is_checked_by_content(saved_world, tmp_path):
+    d = _copy(saved_world, tmp_path)
+    m = json.loads((d / "manifest.json").read_text())
+    del m["files"]
+    (d / "manifest.json").write_text(json.dumps(m))
+    assert isinstance(load_world(d, verify=False).entities, LazyColumns)
+    assert not isinstance(load_world(d, verify="files").entities, LazyColumns)  # fell back to the content hash
+    m["world_hash"] = "0" * 40
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(WorldFormatError, match="does not match the manifest's world_hash"):
+        load_world(d, verify="files")
+
+
+def test_a_lazily_read_column_that_is_corrupt_says_so_in_one_line(saved_world, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = _copy(saved_world, tmp_path)
+    t = pq.read_table(d / "facts.parquet")
+    bad = t.set_column(t.column_names.index("predicate"), "predicate", pa.array(["no_such"] * t.num_rows))
+    pq.write_table(bad, d / "facts.parquet")
+    served = load_world(d, verify=False)
+    with pytest.raises(WorldFormatError, match="unknown predicate 'no_such'"):
+        served.facts.predicate  # noqa: B018
+
+
+def test_search_without_the_lexicon_and_with_it_agree(saved_world, world, tmp_path):
+    d = _copy(saved_world, tmp_path)
+    shutil.rmtree(d / "lexicon")
+    (d / "pages.url-order.npy").unlink()
+    old = load_world(d)  # a web saved before lexicons: the linker is built from the world
+    new = load_world(saved_world, verify=False)
+    assert old.web.lexicon is None and new.web.lexicon is not None
+    rng = random.Random(0)
+    names = [world.entities.name[r] for r in rng.sample(range(len(world.entities)), 150)]
+    typos = [" ".join(edits(w, rng) if len(w) > 4 else w for w in n.split()) for n in names]
+    queries = names + typos + ["Films released in 1998", "Compnaies in the glasmaking industry", "founded"]
+    assert [old.search(q, k=10) for q in queries] == [new.search(q, k=10) for q in queries]
+    assert any(new.web.linker.link(q) for q in typos)  # the typos did go down the fuzzy path
+    url = old.web.pages.urls[len(old.web.pages) // 2]
+    assert old.open(url) == new.open(url)
+
+
+def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):
+    d = _copy(saved_world, tmp_path)
+    meta = json.loads((d / "lexicon" / "meta.json").read_text())
+    (d / "lexicon" / "meta.json").write_text(json.dumps({**meta, "world_hash": "0" * 40}))
+    with pytest.raises(WebError, match="lexicon was built for another world; rebuild it"):
+        load_world(d).web  # noqa: B018
+    (d / "lexicon" / "meta.json").write_text(json.dumps(meta))
+    (d / "lexicon" / "post_row.npy").write_bytes(b"garbage")
+    with pytest.raises(WebError, match="unreadable"):
+        load_world(d).web  # noqa: B018
