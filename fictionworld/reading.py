@@ -17,7 +17,15 @@ from fictionworld.dates import NA_DATE
 from fictionworld.schema import PREDICATES
 from fictionworld.tables import NA_INT, TYPE_NAMES, EntityTable, FactTable, LazyColumns
 
-__all__ = ["WorldFormatError", "LazyEntityTable", "LazyFactTable", "read_table", "read_tables", "lazy_tables"]
+__all__ = [
+    "WorldFormatError",
+    "LazyEntityTable",
+    "LazyFactTable",
+    "read_table",
+    "read_tables",
+    "lazy_tables",
+    "unreadable",
+]
 
 
 class WorldFormatError(Exception):
@@ -66,14 +74,29 @@ class _malformed:
         return False
 
 
+def unreadable(file: Path, exc: BaseException) -> WorldFormatError:
+    """The one-line error of a data file Arrow cannot read."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return WorldFormatError(f"{file}: unreadable (truncated or corrupt?): {first}")
+
+
 def _column(path: Path, name: str, column: str, dictionary: bool = False) -> pa.ChunkedArray:
     file = path / name
     try:
         t = pq.read_table(file, columns=[column], read_dictionary=[column] if dictionary else None)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise WorldFormatError(f"{file}: unreadable (truncated or corrupt?): {first}") from None
+        raise unreadable(file, exc) from None
     return t.column(0)
+
+
+def _guarded(path: Path, fn):
+    """``fn(table)`` with malformed content reported as one WorldFormatError line."""
+
+    def run(table):
+        with _malformed(path):
+            return fn(table)
+
+    return run
 
 
 def _entity_loaders(path: Path) -> dict:
@@ -83,16 +106,12 @@ def _entity_loaders(path: Path) -> dict:
         return _column(path, "entities.parquet", name, dictionary)
 
     def loader(fn):
-        def run(table):
-            with _malformed(path):
-                return fn(table)
-
-        return run
+        return _guarded(path, fn)
 
     return {
         "type_code": loader(lambda t: {"type_code": _type_codes(col("type", True), file)}),
         "local": loader(lambda t: {"local": _locals(col("id"), t.type_code, file)}),
-        "ids": loader(lambda t: {"ids": _check_ids(col("id"), t, file)}),
+        "ids": loader(lambda t: {"ids": _checked_ids(col("id"), t, file)}),
         "name": loader(lambda t: {"name": _names(col("name"), file)}),
         "aliases": loader(lambda t: {"aliases": _aliases(col("aliases"))}),
         "culture": loader(lambda t: {"culture": _cultures(col("culture", True))}),
@@ -100,7 +119,7 @@ def _entity_loaders(path: Path) -> dict:
     }
 
 
-def _check_ids(id_col: pa.ChunkedArray, table: EntityTable, file: str) -> np.ndarray:
+def _checked_ids(id_col: pa.ChunkedArray, table: EntityTable, file: str) -> np.ndarray:
     table.local  # noqa: B018  (parses and checks every id)
     return id_col.to_numpy(zero_copy_only=False).astype(object)
 
@@ -119,11 +138,7 @@ def _fact_loaders(path: Path, entities: EntityTable) -> dict:
         return ids[0]
 
     def loader(fn):
-        def run(table):
-            with _malformed(path):
-                return fn(table)
-
-        return run
+        return _guarded(path, fn)
 
     def ints(name: str, field: str, na, dtype):
         return loader(lambda t: {field: _ints(col(name), na, dtype)})
@@ -153,8 +168,7 @@ def read_table(path: Path, name: str, columns: tuple[str, ...], dictionary: list
     try:
         table = pq.read_table(file, read_dictionary=dictionary)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise WorldFormatError(f"{file}: unreadable (truncated or corrupt?): {first}") from None
+        raise unreadable(file, exc) from None
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise WorldFormatError(f"{file}: missing columns {missing}")

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from fictionworld.dates import NA_DATE
-from fictionworld.reading import WorldFormatError, lazy_tables, read_table, read_tables
+from fictionworld.reading import WorldFormatError, lazy_tables, read_table, read_tables, unreadable
 from fictionworld.schema import PREDICATES
 from fictionworld.spec import WorldSpec
 from fictionworld.tables import NA_INT, TYPE_NAMES
@@ -267,8 +267,7 @@ def _footer(path: Path, name: str, columns: tuple[str, ...]) -> int:
     try:
         meta = pq.ParquetFile(file).metadata
     except (pa.ArrowException, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise WorldFormatError(f"{file}: unreadable (truncated or corrupt?): {first}") from None
+        raise unreadable(file, exc) from None
     names = set(meta.schema.to_arrow_schema().names)
     missing = [c for c in columns if c not in names]
     if missing:
