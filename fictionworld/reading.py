@@ -140,6 +140,8 @@ def _fact_loaders(path: Path, entities: EntityTable) -> dict:
     def loader(fn):
         return _guarded(path, fn)
 
+    sources = loader(lambda t: dict(zip(("source", "sources"), _sources(col("source"), file))))
+
     def ints(name: str, field: str, na, dtype):
         return loader(lambda t: {field: _ints(col(name), na, dtype)})
 
@@ -156,8 +158,8 @@ def _fact_loaders(path: Path, entities: EntityTable) -> dict:
         "v_text": loader(lambda t: {"v_text": _texts(col("value_text"))}),
         "start": ints("start", "start", int(NA_DATE), np.int32),
         "end": ints("end", "end", int(NA_DATE), np.int32),
-        "source": loader(lambda t: dict(zip(("source", "sources"), _sources(col("source"), file)))),
-        "sources": loader(lambda t: dict(zip(("source", "sources"), _sources(col("source"), file)))),
+        "source": sources,
+        "sources": sources,  # one read sets both
     }
 
 

@@ -18,12 +18,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 
-from fictionworld.web.linker import EntityLinker, Speller, Strings, speller_table, words
+from fictionworld.web.arrow import Strings, read_arrow, write_arrow
+from fictionworld.web.linker import EntityLinker, Speller, speller_table, words
 
 __all__ = [
     "Lexicon",
@@ -70,8 +69,7 @@ def write_lexicon(directory: str | Path, linker: EntityLinker, forms: pa.Table) 
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     linker.save(tmp)
-    with pa.OSFile(str(tmp / "forms.arrow"), "wb") as sink, ipc.new_file(sink, FORMS_SCHEMA) as writer:
-        writer.write_table(forms, max_chunksize=1 << 20)
+    write_arrow(tmp / "forms.arrow", forms, max_chunksize=1 << 20)
     meta = {"format": LEXICON_FORMAT, "entities": forms.num_rows, "words": len(linker.speller)}
     (tmp / "part.json").write_text(json.dumps(meta))
     shutil.rmtree(d, ignore_errors=True)
@@ -120,7 +118,7 @@ class Lexicon:
         if meta.get("world_hash") != world_hash or meta.get("entities") != entities:
             raise ValueError(f"{d}: the lexicon was built for another world")
         try:
-            forms = ipc.open_file(pa.memory_map(str(d / "forms.arrow"), "r")).read_all()
+            forms = read_arrow(d / "forms.arrow")
             linker, speller = EntityLinker.open(d), Speller.open(d / "web.arrow")
         except (OSError, pa.ArrowException) as e:
             raise ValueError(f"{d}: unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
@@ -129,7 +127,6 @@ class Lexicon:
         return cls(linker, speller, forms)
 
 
-def list_titles(pages) -> list[str]:
-    """Titles of a page table's directory pages (kind "list")."""
-    rows = np.flatnonzero(pc.equal(pages.table.column("kind"), "list").to_numpy(zero_copy_only=False))
-    return pages.table.column("title").take(pa.array(rows, pa.int64())).to_pylist()
+def list_titles(kinds: pa.ChunkedArray, titles: pa.ChunkedArray) -> list[str]:
+    """The titles of directory pages (kind "list"), from a page table's two columns."""
+    return titles.filter(pc.equal(kinds, "list")).to_pylist()

@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from fictionworld.folding import LETTERS, fold
+from fictionworld.web.arrow import Strings, read_arrow, write_arrow
 
-__all__ = ["EntityLinker", "Link", "Speller", "Strings", "speller_table", "words"]
+__all__ = ["EntityLinker", "Link", "Speller", "speller_table", "words"]
 
 _WORD = re.compile(r"\w+")
 MIN_SIMILARITY = 0.75
@@ -75,14 +75,13 @@ class Speller:
     @classmethod
     def open(cls, path: str | Path) -> Speller:
         """A speller table saved by :meth:`save`, memory-mapped."""
-        table = ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+        table = read_arrow(path)
         if table.schema != SPELLER_SCHEMA:
             raise ValueError(f"{Path(path).name}: not a speller table (columns {table.schema.names})")
         return cls(table=table)
 
     def save(self, path: str | Path) -> None:
-        with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, SPELLER_SCHEMA) as writer:
-            writer.write_table(self.table)
+        write_arrow(path, self.table)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -154,41 +153,6 @@ def speller_table(vocab: Iterable[str] | pa.Array, *, sorted_unique: bool = Fals
     head, head_word = keyed(pc.utf8_slice_codeunits(arr, 0, 1))
     tail, tail_word = keyed(pc.utf8_slice_codeunits(arr, -2))
     return pa.Table.from_arrays([arr, head, head_word, tail, tail_word], schema=SPELLER_SCHEMA)
-
-
-class Strings(Sequence):
-    """A read-only sequence of str over an Arrow string column (memory-mapped or not):
-    ``strings[i]`` reads one value, so nothing is built per row up front."""
-
-    __slots__ = ("arr",)
-
-    def __init__(self, column: pa.Array | pa.ChunkedArray):
-        if isinstance(column, pa.ChunkedArray) and column.num_chunks == 1:
-            column = column.chunk(0)
-        self.arr = column
-
-    def __len__(self) -> int:
-        return len(self.arr)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return self.arr[i].to_pylist()
-        return self.arr[i].as_py()
-
-    def __iter__(self):
-        n = len(self.arr)
-        for lo in range(0, n, 65_536):
-            yield from self.arr.slice(lo, 65_536).to_pylist()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Strings):
-            return self.arr.equals(other.arr)
-        return isinstance(other, Sequence) and len(other) == len(self) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def take(self, rows) -> list[str]:
-        return self.arr.take(pa.array(rows, pa.int64())).to_pylist()
 
 
 LINKER_ARRAYS = ("form_start", "form_words", "entity_forms", "entity_start", "post_row", "post_start")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,11 +12,10 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
-from fictionworld.web.linker import Strings
+from fictionworld.web.arrow import Strings, read_arrow, write_arrow
 
 __all__ = [
     "Page",
@@ -189,16 +189,14 @@ class PageTable:
     # -- disk ----------------------------------------------------------------------------
     def save(self, path: Path) -> None:
         """``path`` (Arrow IPC, batches of 65,536 rows) and the URL order beside it."""
-        with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, self.table.schema) as writer:
-            writer.write_table(self.table, max_chunksize=65_536)
+        write_arrow(path, self.table, max_chunksize=65_536)
         np.save(url_order_path(path), self.row_of_url.order)
 
     @classmethod
     def load(cls, path: Path) -> PageTable:
         """Memory-maps the Arrow file (and the URL order saved beside it): opening is O(1) in
         the text size."""
-        source = pa.memory_map(str(path), "r")
-        table = ipc.open_file(source).read_all()
+        table = read_arrow(path)
         if table.schema != PAGE_SCHEMA:
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
         order = None
@@ -235,17 +233,10 @@ class UrlIndex(Mapping):
     def __getitem__(self, url: str) -> int:
         if not isinstance(url, str):
             raise KeyError(url)
-        order = self.order
-        urls = self._urls
-        lo, hi = 0, len(order)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if urls[int(order[mid])] < url:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < len(order) and urls[int(order[lo])] == url:
-            return int(order[lo])
+        order, urls = self.order, self._urls
+        i = bisect_left(order, url, key=lambda row: urls[row])
+        if i < len(order) and urls[order[i]] == url:
+            return int(order[i])
         raise KeyError(url)
 
     def __contains__(self, url: object) -> bool:

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from fictionworld.web.arrow import read_arrow
 from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks
-from fictionworld.web.lexicon import finish_lexicon, web_speller
+from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
 from fictionworld.web.render import RENDERER, Renderer, plain_text
@@ -340,12 +340,12 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     shards = range(len(plan["shards"]))
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in shards]
     say("joining shards", 0, 3)
-    tables = [ipc.open_file(pa.memory_map(str(f), "r")).read_all() for f in files]
+    tables = [read_arrow(f) for f in files]
     urls = pa.chunked_array([c for t in tables for c in t.column("url").chunks], pa.string())
     kinds = pa.chunked_array([c for t in tables for c in t.column("kind").chunks], pa.string())
     renamed = unique_urls(urls, kinds)
     titles = pa.chunked_array([c for t in tables for c in t.column("title").chunks], pa.string())
-    list_titles = titles.filter(pc.equal(kinds, "list")).to_pylist()
+    directories = list_titles(kinds, titles)
 
     pages_tmp = build / "pages.arrow"
     offset = 0
@@ -363,11 +363,11 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
         if held:
             writer.write_table(pa.concat_tables(held).combine_chunks(), max_chunksize=PAGE_BATCH)
     del tables, urls, kinds, titles
-    order = url_order(ipc.open_file(pa.memory_map(str(pages_tmp), "r")).read_all().column("url"))
+    order = url_order(read_arrow(pages_tmp).column("url"))
     np.save(build / "pages.url-order.npy", order)
     manifest = json.loads((graph / "manifest.json").read_text())
     lexicon = build / "lexicon"
-    finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), list_titles), manifest["world_hash"])
+    finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), directories), manifest["world_hash"])
     say("joining shards", 1, 3)
     index = build / "index.joined"
     _join_indexes([build / "index" / f"shard-{s:05d}" for s in shards], index)

@@ -213,7 +213,9 @@ class Web:
         directory titles ("Films released in 1998", "Companies in the glassmaking industry")."""
         if self.lexicon is not None:
             return self.lexicon.speller
-        return web_speller(self.linker.speller, list_titles(self.pages))
+        return web_speller(
+            self.linker.speller, list_titles(self.pages.table.column("kind"), self.pages.table.column("title"))
+        )
 
     @cached_property
     def _title_rows(self) -> dict[str, list[int]]:
