@@ -76,35 +76,50 @@ print(json.dumps(out))
 FULL_CHILD = r"""
 import json, os, sys, tempfile, threading, time
 import psutil
-n, workers, use_ray, keep = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+n, workers, use_ray, tmp, keep, validate = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4], sys.argv[5], sys.argv[6] == "1"
 from fictionworld.spec import default_spec
 from fictionworld.web.shards import build_world
 me = psutil.Process()
-peak = {"total": 0, "per_process": 0, "processes": 0}
+peak = {"total": 0, "pss": 0, "per_process": 0, "processes": 0}
 stop = threading.Event()
 def sample():
     while not stop.is_set():
         procs = [me] + me.children(recursive=True)
-        rss = []
+        rss, pss = [], []
         for p in procs:
             try:
-                rss.append(p.memory_info().rss)
+                m = p.memory_full_info()
+                rss.append(m.rss)
+                pss.append(m.pss)
             except psutil.Error:
                 pass
         peak["total"] = max(peak["total"], sum(rss))
+        peak["pss"] = max(peak["pss"], sum(pss))
         peak["per_process"] = max(peak["per_process"], max(rss))
         peak["processes"] = max(peak["processes"], len(rss))
-        stop.wait(0.2)
+        stop.wait(0.5)
 threading.Thread(target=sample, daemon=True).start()
-with tempfile.TemporaryDirectory(dir=keep or None) as d:
+T0, last = time.perf_counter(), {}
+def progress(stage, done, total):  # a log line per stage and per tenth of it, on stderr
+    step = 10 * done // max(total, 1)
+    if last.get(stage) != step:
+        last[stage] = step
+        print(f"[{time.perf_counter() - T0:7.1f} s] {stage}: {done}/{total}  (total RSS {peak['total'] / 2**30:.2f} GiB so far)",
+              file=sys.stderr, flush=True)
+def build(out):
     t = time.perf_counter()
-    s = build_world(default_spec(n), 1, d + "/w", workers=workers, use_ray=use_ray)
+    s = build_world(default_spec(n), 1, out, workers=workers, use_ray=use_ray, validate=validate, progress=progress)
     wall = time.perf_counter() - t
     stop.set()
-    disk = sum(f.stat().st_size for f in __import__("pathlib").Path(d, "w").rglob("*") if f.is_file())
+    return s, wall, sum(f.stat().st_size for f in __import__("pathlib").Path(out).rglob("*") if f.is_file())
+if keep:
+    s, wall, disk = build(keep)
+else:
+    with tempfile.TemporaryDirectory(dir=tmp or None) as d:
+        s, wall, disk = build(d + "/w")
 if use_ray:
     import ray; ray.shutdown()
-print(json.dumps(dict(n=n, workers=workers, ray=use_ray, wall_s=wall, disk=disk, peak=peak,
+print(json.dumps(dict(n=n, workers=workers, ray=use_ray, validate=validate, wall_s=wall, disk=disk, peak=peak,
                       **{k: s[k] for k in ("entities", "facts", "pages", "shards", "times")})))
 """
 
@@ -115,34 +130,38 @@ def full(args) -> None:
         by_workers = {}
         for w in args.workers:
             res = subprocess.run(
-                [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or ""],
-                capture_output=True,
+                [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or "",
+                 args.keep or "", "0" if args.no_validate else "1"],  # fmt: skip
+                stdout=subprocess.PIPE,
                 text=True,
-            )
+            )  # its progress log goes to our stderr
             if res.returncode != 0:
-                sys.exit(f"full build at {n} with {w} workers failed:\n{res.stderr[-3000:]}")
+                sys.exit(f"full build at {n} with {w} workers failed (exit {res.returncode})")
             r = json.loads(res.stdout.strip().splitlines()[-1])
             by_workers[w] = r
             rows.append(r)
             t = r["times"]
-            print(f"\n== full build, {r['entities']:,} entities, {r['facts']:,} facts, {r['pages']:,} pages, "
+            print(f"\n== full build{'' if r['validate'] else ' WITHOUT validation'}, {r['entities']:,} entities, {r['facts']:,} facts, {r['pages']:,} pages, "
                   f"{w} worker(s){' on Ray' if r['ray'] else ''}, {r['shards']} shards")  # fmt: skip
             print(
                 f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)"
             )
-            print(f"  graph (generate + save) {t['graph_s']:.1f} s ({r['entities'] / t['graph_s']:,.0f} entities/s)")
+            print(f"  graph (generate + save + render store, one process) {t['graph_s']:.1f} s "
+                  f"({r['entities'] / t['graph_s']:,.0f} entities/s; generate {t.get('generate_s', 0):.1f} s, "
+                  f"peak RSS {t.get('graph_peak_rss', 0) / 2**30:.2f} GiB)")  # fmt: skip
             print(
                 f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)"
             )
             cpu = {k: t.get(f"{k}_cpu_s", 0.0) for k in ("check", "render", "index")}
-            print(f"    CPU seconds in tasks (one core each): validate {cpu['check']:.1f} s "
-                  f"({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), render {cpu['render']:.1f} s "
+            checked = f"validate {cpu['check']:.1f} s ({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), " if r["validate"] else ""
+            print(f"    CPU seconds in tasks (one core each): {checked}render {cpu['render']:.1f} s "
                   f"({r['pages'] / max(cpu['render'], 1e-9):,.0f} pages/s, {r['entities'] / max(cpu['render'], 1e-9):,.0f} entities/s), "
                   f"index {cpu['index']:.1f} s ({r['pages'] / max(cpu['index'], 1e-9):,.0f} pages/s)")  # fmt: skip
             print(f"  join (URLs, pages.arrow, index) {t['finish_s']:.1f} s")
             p = r["peak"]
             print(f"  peak RSS: one process {p['per_process'] / 2**30:.2f} GiB, all {p['processes']} processes together "
-                  f"{p['total'] / 2**30:.2f} GiB (sum of RSS: shared pages counted in each)")  # fmt: skip
+                  f"{p['total'] / 2**30:.2f} GiB (sum of RSS: shared pages counted in each), "
+                  f"{p['pss'] / 2**30:.2f} GiB (sum of PSS: shared pages split between their processes)")  # fmt: skip
             print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity")
         if len(by_workers) > 1:
             ws = sorted(by_workers)
@@ -163,6 +182,8 @@ def main() -> None:
     ap.add_argument("--ray", action="store_true", help="with --full: build as Ray tasks on a local cluster")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="with --full: worker counts to compare")
     ap.add_argument("--tmp", default=None, help="with --full: directory for the worlds (default: the system's)")
+    ap.add_argument("--keep", default=None, help="with --full and one size and worker count: build into this directory and keep it")
+    ap.add_argument("--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)")
     args = ap.parse_args()
     if args.full:
         return full(args)

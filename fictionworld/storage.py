@@ -78,29 +78,61 @@ def _entity_table(world: World) -> pa.Table:
     )
 
 
-def _fact_table(world: World) -> pa.Table:
-    f, ids = world.facts, world.entities.ids.tolist()
+FACT_ROW_GROUP = 1 << 20
+
+
+def _fact_tables(world: World, rows: int = 4 * FACT_ROW_GROUP):
+    """The facts as Arrow tables of ``rows`` rows each (a multiple of the row group), so that
+    writing a world of any size holds one slice in Arrow at a time."""
+    f = world.facts
+    ids = pa.array(world.entities.ids.tolist(), pa.string())
     units = sorted({u for u in UNITS.values() if u})
     unit_code = np.array([units.index(UNITS[p]) if UNITS.get(p) else -1 for p in PREDICATES], np.int32)
-    uc = unit_code[f.predicate]
-    obj = f.object
-    return pa.Table.from_arrays(
-        [
-            pa.array(f.id, pa.int64()),
-            _dict_array(f.subject, ids),
-            _dict_array(f.predicate.astype(np.int16), list(PREDICATES), pa.int16()),
-            pa.DictionaryArray.from_arrays(pa.array(obj, pa.int32(), mask=obj < 0), pa.array(ids, pa.string())),
-            pa.array(f.v_int, pa.int64(), mask=f.v_int == NA_INT),
-            pa.array(f.v_float, pa.float64(), mask=np.isnan(f.v_float)),
-            pa.array(f.v_date, pa.date32(), mask=f.v_date == NA_DATE),
-            pa.array(f.v_text.tolist(), pa.string()),
-            pa.DictionaryArray.from_arrays(pa.array(uc, pa.int32(), mask=uc < 0), pa.array(units, pa.string())),
-            pa.array(f.start, pa.date32(), mask=f.start == NA_DATE),
-            pa.array(f.end, pa.date32(), mask=f.end == NA_DATE),
-            _dict_array(f.source.astype(np.int16), list(f.sources) or [""], pa.int16()),
-        ],
-        names=list(FACT_COLUMNS),
+    sources = pa.array(list(f.sources) or [""], pa.string())
+    for lo in range(0, max(len(f), 1), rows):
+        sl = slice(lo, lo + rows)
+        uc, obj = unit_code[f.predicate[sl]], f.object[sl]
+        yield pa.Table.from_arrays(
+            [
+                pa.array(f.id[sl], pa.int64()),
+                _used_ids(f.subject[sl], ids),
+                _dict_array(f.predicate[sl].astype(np.int16), list(PREDICATES), pa.int16()),
+                _used_ids(obj, ids),
+                pa.array(f.v_int[sl], pa.int64(), mask=f.v_int[sl] == NA_INT),
+                pa.array(f.v_float[sl], pa.float64(), mask=np.isnan(f.v_float[sl])),
+                pa.array(f.v_date[sl], pa.date32(), mask=f.v_date[sl] == NA_DATE),
+                pa.array(f.v_text[sl].tolist(), pa.string()),
+                pa.DictionaryArray.from_arrays(pa.array(uc, pa.int32(), mask=uc < 0), pa.array(units, pa.string())),
+                pa.array(f.start[sl], pa.date32(), mask=f.start[sl] == NA_DATE),
+                pa.array(f.end[sl], pa.date32(), mask=f.end[sl] == NA_DATE),
+                pa.DictionaryArray.from_arrays(pa.array(f.source[sl].astype(np.int16), pa.int16()), sources),
+            ],
+            names=list(FACT_COLUMNS),
+        )
+
+
+def _used_ids(rows: np.ndarray, ids: pa.Array) -> pa.DictionaryArray:
+    """Entity ids of ``rows`` (-1: none) as a dictionary column over the ids used in this slice
+    only: a dictionary of every id would be written again with each row group."""
+    used, codes = np.unique(rows, return_inverse=True)
+    missing = rows < 0
+    if len(used) and used[0] < 0:  # -1 sorts first; its code is masked out
+        used, codes = used[1:], codes - 1
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes.astype(np.int32), pa.int32(), mask=missing), ids.take(pa.array(used))
     )
+
+
+def _write_facts(world: World, path: Path) -> None:
+    writer = None
+    try:
+        for t in _fact_tables(world):
+            if writer is None:
+                writer = pq.ParquetWriter(path, t.schema, compression="zstd")
+            writer.write_table(t, row_group_size=FACT_ROW_GROUP)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def save_world(world: World, path: str | Path, *, overwrite: bool = False, web: bool = True) -> Path:
@@ -120,7 +152,7 @@ def save_world(world: World, path: str | Path, *, overwrite: bool = False, web: 
     tmp = path / ".writing"
     tmp.mkdir()
     pq.write_table(_entity_table(world), tmp / "entities.parquet", compression="zstd")
-    pq.write_table(_fact_table(world), tmp / "facts.parquet", compression="zstd", row_group_size=1 << 20)
+    _write_facts(world, tmp / "facts.parquet")
     for name in ("entities.parquet", "facts.parquet"):
         os.replace(tmp / name, path / name)
     tmp.rmdir()

@@ -4,8 +4,6 @@ builds killed half-way continue; URL clashes settled by one rule; checks run dur
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -150,12 +148,20 @@ def cli_reference(tmp_path_factory):
 
 
 def test_a_build_killed_whole_continues_from_its_finished_shards(cli_reference, tmp_path):
+    """SIGKILL the driver alone (as the OOM killer would): its workers go with it instead of
+    rendering on as orphans, and the same command resumes the build."""
+    import psutil
+
     out = tmp_path / "w"
     proc = subprocess.Popen(_cli(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # fmt: skip
     _wait_for_shards(out, proc, k=2)
-    os.killpg(proc.pid, signal.SIGKILL)
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert workers
+    proc.kill()
     proc.wait()
+    _, alive = psutil.wait_procs(workers, timeout=15)
+    assert not alive, f"{len(alive)} worker(s) outlived the killed driver"
     assert not (out / "manifest.json").exists() and (out / BUILD_DIR / "plan.json").exists()
     again = subprocess.run(_cli(out), capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
@@ -257,3 +263,46 @@ def test_plan_shards_cuts_whole_blocks_evenly():
             p = plan_shards(blocks, shards)
             assert p[0][0] == 0 and p[-1][1] == blocks
             assert all(a < b for a, b in p) and all(p[i][1] == p[i + 1][0] for i in range(len(p) - 1))
+
+
+def test_the_graph_is_saved_the_same_by_a_forked_child_or_in_turn(tmp_path, monkeypatch):
+    """write_graph saves the graph in a forked child when memory allows, else after the store:
+    the files are the same either way."""
+    import psutil
+
+    from fictionworld.storage import read_manifest
+    from fictionworld.web.shards import write_graph
+    from generators import generate_world
+
+    world = generate_world(small_spec(1500), 3)
+    write_graph(world, tmp_path / "a" / "graph", tmp_path / "a" / "store")
+
+    class NoRoom:
+        available = 0
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: NoRoom())
+    write_graph(world, tmp_path / "b" / "graph", tmp_path / "b" / "store")
+    for name in ("entities.parquet", "facts.parquet"):
+        assert (tmp_path / "a" / "graph" / name).read_bytes() == (tmp_path / "b" / "graph" / name).read_bytes()
+    assert read_manifest(tmp_path / "a" / "graph")["files"] == read_manifest(tmp_path / "b" / "graph")["files"]
+    for f in sorted((tmp_path / "a" / "store").iterdir()):
+        assert f.read_bytes() == (tmp_path / "b" / "store" / f.name).read_bytes(), f.name
+
+
+def test_a_render_store_on_disk_renders_what_one_in_memory_does(tmp_path):
+    """Workers read the store memory-mapped; the in-memory store of Web.build must give the
+    same blocks, and a store of another format is refused."""
+    from fictionworld.web.render import Renderer
+    from fictionworld.web.store import RenderStore, write_store
+    from generators import generate_world
+
+    world = generate_world(small_spec(1500, block=100), 4)
+    on_disk = Renderer(write_store(world, tmp_path / "store"))
+    in_memory = Renderer.of_world(world)
+    assert on_disk.blocks == in_memory.blocks == Renderer.count_blocks(world) > 3
+    for b in range(on_disk.blocks):
+        assert on_disk.render_block(b).equals(in_memory.render_block(b)), b
+    meta = json.loads((tmp_path / "store" / "store.json").read_text())
+    (tmp_path / "store" / "store.json").write_text(json.dumps({**meta, "format": "fictionworld-render-store/0"}))
+    with pytest.raises(ValueError, match="not a render store"):
+        RenderStore.open(tmp_path / "store")

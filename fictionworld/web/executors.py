@@ -1,48 +1,57 @@
 """Where a sharded build's tasks run: forked local processes or Ray tasks, behind one small
-interface (``start`` with side tasks and a hook, ``submit``, ``wait``, ``result``, ``stop``)."""
+interface (``alone``, ``start`` with side tasks, ``submit``, ``wait``, ``result``, ``stop``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS"]
+__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "die_with_parent"]
 
 POOL_RESTARTS = 3  # a local worker killed mid-shard: start the pool again at most this often (Ray: task retries)
 
 
+def die_with_parent() -> None:
+    """Pool initializer: on Linux, ask for SIGKILL when the process that forked this one dies,
+    so a killed build leaves no worker rendering on as an orphan (elsewhere: nothing)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing as mp
+
+    return ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=die_with_parent)
+
+
 class LocalTasks:
-    """Tasks in forked local processes, which inherit the world (and the renderer) instead of
-    reading them again; ``workers=1`` runs them in this process. ``side`` tasks (saving and
-    checking the graph) go to one extra process forked first, so that this process can build
-    the renderer meanwhile and the render workers start with it."""
+    """Tasks in forked local processes; ``workers=1`` runs them in this process. ``side`` tasks
+    (the lexicon and the checks, which read the whole graph) go to one extra process, let go
+    as soon as they are done; :meth:`alone` runs one task in a process of its own, so that what
+    it allocates goes back to the system when it ends."""
 
     def __init__(self, workers: int):
         self.workers = workers
         self.pool: ProcessPoolExecutor | None = None
         self.side: ProcessPoolExecutor | None = None
+        self._side_futures: list = []
 
-    def start(self, side: list, prepare: Callable[[], None]) -> list:
+    def alone(self, fn, *args):
+        with _pool(1) as one:
+            return one.submit(fn, *args).result()
+
+    def start(self, side: list) -> list:
         if self.workers == 1:
-            futures = [self._now(fn, *args) for fn, *args in side]
-            prepare()
-            return futures
-        import gc
-        import multiprocessing as mp
-
-        fork = mp.get_context("fork")
-        # The workers share this process's pages until they write to them; a frozen heap
-        # keeps their cyclic GC from touching (and so copying) all of it.
-        gc.collect()
-        gc.freeze()
+            return [self._now(fn, *args) for fn, *args in side]
         futures = []
         if side:
-            self.side = ProcessPoolExecutor(1, mp_context=fork)
-            futures = [self.side.submit(fn, *args) for fn, *args in side]  # forks it now
-        prepare()
-        gc.collect()
-        gc.freeze()
-        self.pool = ProcessPoolExecutor(self.workers, mp_context=fork)
+            self.side = _pool(1)
+            futures = self._side_futures = [self.side.submit(fn, *args) for fn, *args in side]
+        self.pool = _pool(self.workers)
         return futures
 
     @staticmethod
@@ -64,16 +73,17 @@ class LocalTasks:
         return done
 
     def result(self, f):
-        return f.result()
+        value = f.result()
+        if self.side is not None and all(s.done() for s in self._side_futures):
+            self.side.shutdown(wait=True)  # its process held the whole graph: give it back now
+            self.side = None
+        return value
 
     def stop(self) -> None:
-        import gc
-
         for pool in (self.side, self.pool):
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
         self.pool = self.side = None
-        gc.unfreeze()
 
 
 class RayTasks:
@@ -84,12 +94,19 @@ class RayTasks:
         self.address, self.workers = address, workers
         self._fns: dict = {}
 
-    def start(self, side: list, prepare: Callable[[], None]) -> list:
+    def _init(self) -> None:
         import ray
 
         if not ray.is_initialized():
             kw = {"address": self.address} if self.address else {"num_cpus": self.workers}
             ray.init(log_to_driver=False, include_dashboard=False, **kw)
+
+    def alone(self, fn, *args):
+        self._init()
+        return self.result(self.submit(fn, *args))
+
+    def start(self, side: list) -> list:
+        self._init()
         return [self.submit(fn, *args) for fn, *args in side]
 
     def submit(self, fn, *args):

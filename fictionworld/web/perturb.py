@@ -10,7 +10,7 @@ import re
 import numpy as np
 
 from fictionworld.schema import PREDICATES, RELATIONS, DType
-from fictionworld.seeding import mix64_int, rng
+from fictionworld.seeding import mix64_int
 from fictionworld.web.phrasing import DISTRACTOR_KINDS, LABELS, SECTION, TYPE_LABEL
 from fictionworld.web.text import DTYPE, a_or_an, date_of, slug
 
@@ -26,24 +26,14 @@ class PerturbationPages:
     """Mixin of the template renderer: the layers behind the distractor, confusable and
     conflict knobs."""
 
-    def _pool(self) -> np.ndarray:
-        """Which entities get perturbation pages: a seeded draw of ``pool_share`` of them."""
-        n = len(self.names)
-        pick = rng(self.seed, "web-perturbations")
-        out = np.zeros(n, bool)
-        if n:
-            out[pick.choice(n, size=int(round(self.pool_share * n)), replace=False)] = True
-        return out
-
     def perturbations(self, entities: range) -> None:
-        if self._real is None:
-            self._real = set(self.names)
-        for e in np.flatnonzero(self.in_pool[entities.start : entities.stop]).tolist():
+        real = _Names(self.store)
+        for e in np.flatnonzero(self.in_pool).tolist():  # the block's flags
             e += entities.start
             r = random.Random(mix64_int(e, self.seed + 0x5EED))  # per entity: any split renders the same
             self._conflict(e, r)
             self._distractor(e, r)
-            self._confusable(e, r, self._real)
+            self._confusable(e, r, real)
 
     def _wrong(self, p: str, v, r: random.Random):
         dtype = DTYPE[p]
@@ -143,6 +133,16 @@ class PerturbationPages:
             layer="confusable",
             u=r.random(),
         )
+
+
+class _Names:
+    """``name in names``: whether an entity of the world bears that name (the store's sorted names)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.store.is_name(name)
 
 
 _VOWELS = "aeiou"

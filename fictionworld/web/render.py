@@ -20,16 +20,13 @@ from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
 from fictionworld.seeding import hash_text, mix64, mix64_int
 from fictionworld.surface import format_date, format_float, format_int, format_money
-from fictionworld.tables import TYPE_NAMES
+from fictionworld.tables import NA_INT, TYPE_NAMES
 from fictionworld.web.pages import PAGE_COLUMNS, PAGE_SCHEMA, PageTable
 from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
     INCOMING,
     LABELS,
-    LIST_BY_ATTRIBUTE,
-    LIST_BY_RELATION,
-    LIST_BY_YEAR,
     NEWS_SITES,
     RELATION_SENTENCES,
     RELATION_SENTENCES_ENDED,
@@ -37,6 +34,7 @@ from fictionworld.web.phrasing import (
     SECTION,
     TYPE_LABEL,
 )
+from fictionworld.web.store import ENCYCLOPEDIA_BASE, RenderStore, write_store
 from fictionworld.web.text import DTYPE, a_or_an, article_slug, date_of, plain_text, slug
 from fictionworld.web.urls import unique_urls, with_urls
 
@@ -52,7 +50,7 @@ __all__ = [
 ]
 
 RENDERER = "template-v1"
-ENCYCLOPEDIA = ("Fictopedia", "https://en.fictopedia.org/wiki/")
+ENCYCLOPEDIA = ("Fictopedia", ENCYCLOPEDIA_BASE)
 DIRECTORY = ("Open Registry", "https://www.openregistry.info/list/")
 
 _COUNT_LIKE = {"population", "employees", "students", "attendance", "stadium_capacity"}
@@ -123,43 +121,23 @@ class Renderer(PerturbationPages):
     """Renders a world's pages block by block. Pages come in a fixed order: entity blocks of
     ``spec.web.block`` entities (each: articles, organisation sites, news, perturbation pages
     of its entities), then the directory blocks; every block depends only on the world, so any
-    split of the blocks over processes or machines renders the same web."""
+    split of the blocks over processes or machines renders the same web.
 
-    def __init__(self, world, pool: float | None = None, progress: Callable[[str], None] | None = None):
-        self.world, self.progress = world, progress or (lambda _s: None)
-        self.pool_share = world.spec.web.perturbation_pool if pool is None else pool
-        self.block = world.spec.web.block
-        e, f = world.entities, world.facts
-        self.seed = world.seed
-        self.present = int(np.int32((np.datetime64(world.spec.present) - np.datetime64("1970-01-01")).astype(int)))
-        self.names: list[str] = e.name.tolist()
-        self.types: list[str] = [TYPE_NAMES[t] for t in e.type_code.tolist()]
-        self.aliases: list[tuple] = e.aliases.tolist()
-        self.fid = f.id.tolist()
-        self.subj = f.subject.tolist()
-        self.pred = f.predicate.tolist()
-        self.obj = f.object.tolist()
-        self.start = f.start.tolist()
-        self.end = f.end.tolist()
-        self.h = mix64(f.id, self.seed).tolist()
-        self.he = mix64(np.arange(len(e)), self.seed + 1).tolist()
-        self.value = self._values()
-        order = np.argsort(f.subject, kind="stable")
-        bounds = np.searchsorted(f.subject[order], np.arange(len(e) + 1)).tolist()
-        order = order.tolist()
-        self.by_subject = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-        inc = np.isin(f.predicate, [PREDICATES.index(p) for p in INCOMING]) & (f.object >= 0)
-        rows = np.flatnonzero(inc)
-        rows = rows[np.argsort(f.object[rows], kind="stable")]
-        self.incoming: dict[int, list[int]] = defaultdict(list)
-        for r, o in zip(rows.tolist(), f.object[rows].tolist()):
-            self.incoming[o].append(r)
-        self.awards = self._award_years()
-        self.article_url = self._article_urls()
-        self.in_pool = self._pool()
+    It reads a :class:`~fictionworld.web.store.RenderStore` (:meth:`of_world` builds one in
+    memory; sharded builds memory-map one from disk) and holds only the block at hand: its
+    facts, the facts pointing at its entities, and the names and URLs those mention, keyed by
+    fact row and entity row."""
+
+    def __init__(self, store: RenderStore, progress: Callable[[str], None] | None = None):
+        self.store, self.progress = store, progress or (lambda _s: None)
+        self.seed, self.present, self.block = store.seed, store.present, store.block
+        self.n_entities = store.n_entities
         self.out = _Rows()
-        self._groups: list | None = None
-        self._real: set[str] | None = None
+
+    @classmethod
+    def of_world(cls, world, pool: float | None = None, progress: Callable[[str], None] | None = None) -> Renderer:
+        """A renderer of ``world`` over a render store built in memory."""
+        return cls(write_store(world, pool=pool), progress)
 
     # -- the plan ------------------------------------------------------------------------
     @staticmethod
@@ -171,36 +149,73 @@ class Renderer(PerturbationPages):
 
     @property
     def entity_blocks(self) -> int:
-        return -(-len(self.names) // self.block)
+        return self.store.entity_blocks
 
     @property
     def blocks(self) -> int:
-        return self.count_blocks(self.world)
-
-    @property
-    def list_groups(self) -> list[tuple[str, list[int], list[int], int]]:
-        if self._groups is None:
-            self._groups = self._list_groups()
-        return self._groups
+        return self.store.blocks
 
     def render_block(self, b: int) -> pa.RecordBatch:
         """The pages of block ``b`` (0 <= b < ``blocks``), their URLs as asked for."""
         self.out = _Rows()
         if b < self.entity_blocks:
-            rows = range(b * self.block, min(len(self.names), (b + 1) * self.block))
+            rows = range(b * self.block, min(self.n_entities, (b + 1) * self.block))
+            self._gather(b, rows)
             self.articles(rows)
             self.org_sites(rows)
             self.news(rows)
             self.perturbations(rows)
         else:
-            j, d, g = b - self.entity_blocks, self.blocks - self.entity_blocks, len(self.list_groups)
-            self.lists(self.list_groups[j * g // d : (j + 1) * g // d])
+            j, d = b - self.entity_blocks, self.blocks - self.entity_blocks
+            self.lists(self._gather_lists(self.store.list_slice(j, d)))
         return self.out.batch()
 
-    # -- values --------------------------------------------------------------------------
-    def _values(self) -> list:
-        return self.world.facts.values(dates="days")  # dates stay day numbers: ``date_of`` caches them
+    # -- what a block reads --------------------------------------------------------------
+    def _gather(self, b: int, rows: range) -> None:
+        """Load block ``b``: its facts (by subject), the facts pointing at its entities (by
+        object), and every entity they mention."""
+        own, inc = self.store.facts("by-subject", b), self.store.facts("by-object", b)
+        cols = {name: np.concatenate([own.column(name).to_numpy(), inc.column(name).to_numpy()])
+                for name in ("row", "id", "subject", "predicate", "object", "start", "end", "v_int", "v_float", "v_date")}  # fmt: skip
+        fr = cols["row"].tolist()
+        for attr, name in (("fid", "id"), ("subj", "subject"), ("pred", "predicate"), ("obj", "object"), ("start", "start"), ("end", "end")):  # fmt: skip
+            setattr(self, attr, dict(zip(fr, cols[name].tolist())))
+        self.h = dict(zip(fr, mix64(cols["id"], self.seed).tolist()))
+        self.value = dict(zip(fr, _values(cols, own.column("v_text").to_pylist() + inc.column("v_text").to_pylist())))
+        k = own.num_rows
+        self.by_subject = {e: [] for e in rows}
+        for r, s in zip(fr[:k], cols["subject"][:k].tolist()):
+            self.by_subject[s].append(r)
+        self.incoming: dict[int, list[int]] = defaultdict(list)
+        for r, o in zip(fr[k:], cols["object"][k:].tolist()):
+            self.incoming[o].append(r)
+        self.awards = _award_years(cols["row"][k:], cols["predicate"][k:], cols["object"][k:], cols["start"][k:])
+        self.he = dict(zip(rows, mix64(np.arange(rows.start, rows.stop), self.seed + 1).tolist()))
+        objs = cols["object"]
+        mentioned = np.concatenate([np.arange(rows.start, rows.stop), objs[objs >= 0], cols["subject"][k:]])
+        self._gather_entities(mentioned)
+        block = self.store.entities.slice(rows.start, len(rows))
+        self.aliases = dict(zip(rows, block.column("aliases").to_pylist()))
+        self.in_pool = block.column("pool").to_numpy(zero_copy_only=False)
 
+    def _gather_entities(self, rows: np.ndarray) -> None:
+        rows = np.unique(rows)
+        t = self.store.entity_rows(rows)
+        r = rows.tolist()
+        self.names = dict(zip(r, t.column("name").to_pylist()))
+        self.types = dict(zip(r, (TYPE_NAMES[c] for c in t.column("type").to_pylist())))
+        self.article_url = dict(zip(r, t.column("url").to_pylist()))
+
+    def _gather_lists(self, lists: pa.Table) -> list[tuple[str, list[int], list[int], int]]:
+        members = lists.column("members").to_pylist()
+        flat = (
+            lists.column("members").combine_chunks().flatten().to_numpy() if lists.num_rows else np.zeros(0, np.int64)
+        )
+        about = lists.column("about").to_pylist()
+        self._gather_entities(np.concatenate([flat.astype(np.int64), np.array([a for a in about if a >= 0], np.int64)]))
+        return list(zip(lists.column("title").to_pylist(), members, lists.column("facts").to_pylist(), about))
+
+    # -- values --------------------------------------------------------------------------
     def fmt(self, p: str, v, h: int, *, infobox: bool = False) -> str:
         dtype = DTYPE[p]
         if dtype == DType.DATE:
@@ -251,24 +266,6 @@ class Renderer(PerturbationPages):
         return out[0].upper() + out[1:]
 
     # -- urls ----------------------------------------------------------------------------
-    def _article_urls(self) -> list[str]:
-        base = ENCYCLOPEDIA[1]
-        slugs = [article_slug(n) for n in self.names]
-        seen: dict[str, int] = defaultdict(int)
-        for s in slugs:
-            seen[s] += 1
-        out, used = [], set()
-        for i, s in enumerate(slugs):
-            if seen[s] > 1:
-                s = f"{s}_({self.types[i]})"
-                k = 2
-                while s in used:
-                    s = f"{article_slug(self.names[i])}_({self.types[i]}_{k})"
-                    k += 1
-            used.add(s)
-            out.append(base + s)
-        return out
-
     def edited(self, key: int, span: int) -> int:
         return self.present - mix64_int(key, self.seed + span) % span
 
@@ -367,20 +364,6 @@ class Renderer(PerturbationPages):
         self.out.add(url=url, site=name, title=title, kind="news", published=published, text=text, entity=entity,
                      entity_rows=ents, facts=facts)  # fmt: skip
 
-    def _award_years(self) -> dict[int, list[tuple[int, list[int]]]]:
-        """Award row -> [(year, fact rows of that year's recipients)], by year."""
-        f = self.world.facts
-        rows = np.flatnonzero((f.predicate == PREDICATES.index("won")) & (f.start != NA_DATE) & (f.object >= 0))
-        years = years_of(f.start[rows].astype(np.int64))
-        order = np.lexsort((rows, years, f.object[rows]))
-        out: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
-        for r, o, y in zip(rows[order].tolist(), f.object[rows][order].tolist(), years[order].tolist()):
-            group = out[o]
-            if not group or group[-1][0] != y:
-                group.append((y, []))
-            group[-1][1].append(r)
-        return out
-
     def news(self, entities: range) -> None:
         ev_end, held_in = PREDICATES.index("end_date"), PREDICATES.index("held_in")
         part, acq = PREDICATES.index("participated_in"), PREDICATES.index("acquired_by")
@@ -421,39 +404,6 @@ class Renderer(PerturbationPages):
                 self._news(s, title, self.start[r], text, s, [s, o], [self.fid[r]])
 
     # -- directories ---------------------------------------------------------------------
-    def _list_groups(self) -> list[tuple[str, list[int], list[int], int]]:
-        """Every directory as (title, member rows, fact ids, entity it is about or -1), by title.
-        Grouping sorts once per relation or attribute (linear-log in the facts)."""
-        f, e = self.world.facts, self.world.entities
-        groups: dict[str, tuple[list[int], list[int], int]] = {}
-        for (p, stype), title in LIST_BY_RELATION.items():
-            m = (f.predicate == PREDICATES.index(p)) & (e.type_code[f.subject] == TYPE_NAMES.index(stype))
-            rows = np.flatnonzero(m)
-            rows = rows[np.argsort(f.object[rows], kind="stable")]
-            objs, starts = np.unique(f.object[rows], return_index=True)
-            for o, rs in zip(objs.tolist(), np.split(rows, starts[1:])):
-                groups[title.format(o=self.names[o])] = (f.subject[rs].tolist(), f.id[rs].tolist(), o)
-        for (t, attr), title in LIST_BY_ATTRIBUTE.items():
-            subj, vals = self.world.attribute(t, attr)
-            ids = f.id[(f.predicate == PREDICATES.index(attr)) & (e.type_code[f.subject] == TYPE_NAMES.index(t))]
-            if not len(vals):
-                continue
-            uniq, inverse = np.unique(vals, return_inverse=True)
-            order = np.argsort(inverse, kind="stable")
-            starts = np.searchsorted(inverse[order], np.arange(len(uniq)))
-            for v, rs in zip(uniq.tolist(), np.split(order, starts[1:])):
-                groups[title.format(v=v)] = (subj[rs].tolist(), ids[rs].tolist(), -1)
-        for (t, attr), title in LIST_BY_YEAR.items():
-            subj, vals = self.world.attribute(t, attr)
-            if not len(vals):
-                continue
-            years = years_of(vals.astype(np.int64))
-            order = np.argsort(years, kind="stable")
-            ys, starts = np.unique(years[order], return_index=True)
-            for y, rs in zip(ys.tolist(), np.split(order, starts[1:])):
-                groups[title.format(v=y)] = (subj[rs].tolist(), [], -1)
-        return [(title, *groups[title]) for title in sorted(groups)]
-
     def lists(self, groups) -> None:
         for title, members, facts, about in groups:
             members = sorted(set(members), key=lambda r: (self.names[r], r))
@@ -474,7 +424,7 @@ class Renderer(PerturbationPages):
 def render_pages(world, *, pool: float | None = None, progress: Callable[[str], None] | None = None) -> PageTable:
     """All pages of ``world`` in one process: same world, same pages (and order) on any machine,
     and the same as a sharded build (:mod:`fictionworld.web.shards`)."""
-    r = Renderer(world, pool, progress)
+    r = Renderer.of_world(world, pool, progress)
     batches = []
     for b in range(r.blocks):
         if b == 0:
@@ -485,6 +435,31 @@ def render_pages(world, *, pool: float | None = None, progress: Callable[[str], 
     table = pa.Table.from_batches(batches, schema=PAGE_SCHEMA)
     table = with_urls(table, unique_urls(table.column("url"), table.column("kind")))
     return PageTable(table.combine_chunks())
+
+
+def _values(cols: dict, text: list) -> list:
+    """Each fact's literal value, as :meth:`FactTable.values` decodes it (dates as day numbers)."""
+    vals = text
+    for name, isset in (("v_date", cols["v_date"] != NA_DATE), ("v_float", ~np.isnan(cols["v_float"])),
+                        ("v_int", cols["v_int"] != NA_INT)):  # fmt: skip
+        idx = np.flatnonzero(isset)
+        for i, v in zip(idx.tolist(), cols[name][idx].tolist()):
+            vals[i] = v
+    return vals
+
+
+def _award_years(rows, pred, obj, start) -> dict[int, list[tuple[int, list[int]]]]:
+    """Award row -> [(year, fact rows of that year's recipients)], by year."""
+    m = (pred == PREDICATES.index("won")) & (start != NA_DATE) & (obj >= 0)
+    rows, obj, years = rows[m], obj[m], years_of(start[m].astype(np.int64))
+    order = np.lexsort((rows, years, obj))
+    out: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
+    for r, o, y in zip(rows[order].tolist(), obj[order].tolist(), years[order].tolist()):
+        group = out[o]
+        if not group or group[-1][0] != y:
+            group.append((y, []))
+        group[-1][1].append(r)
+    return out
 
 
 def coverage(world, pages: PageTable) -> float:

@@ -20,6 +20,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -28,11 +29,12 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fictionworld.web.arrow import read_arrow
-from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks
+from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
 from fictionworld.web.render import RENDERER, Renderer, plain_text
+from fictionworld.web.store import RenderStore, write_store
 from fictionworld.web.urls import unique_urls, with_urls
 
 __all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
@@ -56,7 +58,7 @@ def plan_shards(blocks: int, shards: int) -> list[tuple[int, int]]:
 
 # -- tasks: the same functions run in a local process or as Ray tasks -------------------------
 _WORLDS: dict[str, object] = {}  # graph directory -> World, one per worker process
-_RENDERERS: dict[str, Renderer] = {}
+_RENDERERS: dict[str, Renderer] = {}  # render store directory -> Renderer
 
 
 def _world(graph: str):
@@ -64,16 +66,76 @@ def _world(graph: str):
     if w is None:
         from fictionworld.world import World
 
-        # The driver verified the hash when it wrote or resumed the graph.
+        # The driver verified the files when it wrote or resumed the graph.
         w = _WORLDS[graph] = World.load(graph, verify=False)
     return w
 
 
-def _renderer(graph: str) -> Renderer:
-    r = _RENDERERS.get(graph)
+def _renderer(store: str) -> Renderer:
+    r = _RENDERERS.get(store)
     if r is None:
-        r = _RENDERERS[graph] = Renderer(_world(graph))
+        r = _RENDERERS[store] = Renderer(RenderStore.open(store))
     return r
+
+
+def make_graph(spec: dict, seed: int, graph: str, store: str) -> dict:
+    """Generate the world, save it to ``graph`` and its render store to ``store``: the one
+    stage that holds the whole world, run in a process of its own so that its memory goes
+    back to the system before the shards start."""
+    from fictionworld.spec import WorldSpec
+    from generators import generate_world
+
+    t = time.perf_counter()
+    world = generate_world(WorldSpec.model_validate(spec), int(seed))
+    gen_s = time.perf_counter() - t
+    write_graph(world, graph, store)
+    return {"generate_s": gen_s, "save_s": time.perf_counter() - t - gen_s, "graph_peak_rss": _peak_rss()}
+
+
+def write_graph(world, graph: str | Path, store: str | Path) -> None:
+    """Save ``world`` (without web) to ``graph`` and its render store to ``store``; the store's
+    ``store.json`` is written last and marks the stage done. The graph is saved by a forked
+    child meanwhile when a whole copy of this process would still fit in free memory (the child
+    only reads the world, but every page it touches may be copied); else one after the other."""
+    import multiprocessing as mp
+
+    import psutil
+
+    from fictionworld.storage import save_world
+
+    graph, store = Path(graph), Path(store)
+    for d in (graph, store):
+        shutil.rmtree(d, ignore_errors=True)
+    saver = None
+    if psutil.virtual_memory().available > 2 * psutil.Process().memory_info().rss:
+        _WORLDS[str(graph)] = world  # the child inherits it
+        saver = ProcessPoolExecutor(1, mp_context=mp.get_context("fork"), initializer=die_with_parent)
+        saved = saver.submit(_save_inherited, str(graph))
+    else:
+        save_world(world, graph, web=False)
+    try:
+        tmp = store.with_name(store.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        write_store(world, tmp)
+        if saver is not None:
+            saved.result()
+    finally:
+        if saver is not None:
+            saver.shutdown(wait=True, cancel_futures=True)
+            _WORLDS.pop(str(graph), None)
+    os.replace(tmp, store)
+
+
+def _save_inherited(graph: str) -> None:
+    from fictionworld.storage import save_world
+
+    save_world(_WORLDS[graph], graph, web=False)
+
+
+def _peak_rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _node() -> str:
@@ -88,10 +150,10 @@ def _node() -> str:
     return "local"
 
 
-def render_shard(graph: str, shard: int, blocks: tuple[int, int], pages_dir: str) -> tuple[int, str]:
+def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str) -> tuple[int, str, float]:
     """Render blocks [a, b) to ``pages_dir/shard-NNNNN.arrow``; returns (page count, node)."""
     t = time.process_time()
-    r = _renderer(graph)
+    r = _renderer(store)
     final = Path(pages_dir) / f"shard-{shard:05d}.arrow"
     tmp = final.with_suffix(f".tmp{os.getpid()}")
     n = 0
@@ -123,16 +185,6 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_00
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     return n, _node(), time.process_time() - t
-
-
-def save_graph(graph: str) -> None:
-    """Write the world a local worker inherited to ``graph`` (a world directory without web)."""
-    from fictionworld.storage import save_world
-
-    tmp = Path(graph + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    save_world(_world(graph), tmp, web=False)
-    os.replace(tmp, graph)
 
 
 def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
@@ -175,7 +227,7 @@ def build_world(
     (``address`` of a running cluster, e.g. ``"auto"``; every node must see ``out``). ``shards``
     (default: four per worker) cuts the blocks into that many tasks. Re-running a killed build
     continues it. Returns a summary: world hash, counts, violations, seconds per stage."""
-    from fictionworld.storage import read_manifest, save_world
+    from fictionworld.storage import read_manifest
 
     out = Path(out)
     say = progress or (lambda _s, _d, _t: None)
@@ -200,48 +252,44 @@ def build_world(
         plan = None
     if plan is None and build.exists():
         shutil.rmtree(build)
-    graph = build / "graph"
+    graph, store = build / "graph", build / "store"
     t = time.perf_counter()
     build.mkdir(parents=True, exist_ok=True)
-    saved = (graph / "manifest.json").exists()
-    if saved:
+    runner = RayTasks(address, workers if not address else None) if use_ray else LocalTasks(workers)
+    if (store / "store.json").exists() and (graph / "manifest.json").exists():
         say("resuming", 0, 1)
         from fictionworld.world import World
 
         m = read_manifest(graph)
         if m["seed"] != want["seed"] or m["spec"] != want["spec"]:
             raise BuildError(f"{graph}: the saved graph is not this build's world; pass --force to start over")
-        world = World.load(graph)  # verifies the content once; local workers fork with it
-    elif world is None:
-        from generators import generate_world
-
+        World.load(graph, verify="files")  # the files are the ones written
+    elif world is not None:
+        write_graph(world, graph, store)
+    else:
         say("generating the graph", 0, 1)
-        world = generate_world(spec, seed)
+        times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store)))
+    world = None
     if plan is None:
-        blocks = Renderer.count_blocks(world)
+        blocks = RenderStore.open(store).blocks
         plan = {**want, "blocks": blocks, "shards": plan_shards(blocks, shards or 4 * workers)}
         _write_json(plan_file, plan)
-    local = not use_ray and workers > 1
-    if not saved and not local:
-        save_world(world, graph, web=False)  # Ray workers (and this process) read it from disk
     times["graph_s"] = time.perf_counter() - t
-    _WORLDS[str(graph)] = world
-    side = [] if saved or not local else [(save_graph, str(graph))]
 
-    runner = RayTasks(address, workers if not address else None) if use_ray else LocalTasks(workers)
-    result = _run(runner, plan, build, graph, side, validate, say, times)
+    result = _run(runner, plan, build, graph, validate, say, times)
     t = time.perf_counter()
     summary = _finish(plan, build, graph, out, result, say)
     times["finish_s"] = time.perf_counter() - t
-    _WORLDS.pop(str(graph), None)
-    _RENDERERS.pop(str(graph), None)
+    for cache in (_WORLDS, _RENDERERS):
+        cache.clear()
     return {**summary, "times": times, "violations": result["violations"], "nodes": result["nodes"],
             "shards": len(plan["shards"]), "resumed_shards": result["resumed_shards"]}  # fmt: skip
 
 
-def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: bool, say: Progress, times: dict) -> dict:
+def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Progress, times: dict) -> dict:
     """Render every unfinished shard, index each as soon as the page ids before it are known,
-    and save and check the graph alongside; starts the pool again if a local worker dies."""
+    and write the lexicon and check the graph alongside; starts the pool again if a local
+    worker dies."""
     shards = [tuple(s) for s in plan["shards"]]
     pages_dir, index_dir = build / "pages", build / "index"
     pages_dir.mkdir(exist_ok=True)
@@ -253,16 +301,6 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
     violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
     resumed = len(counts)
     nodes: set[str] = set()
-
-    def prepare() -> None:
-        """Build the renderer here when local workers will inherit it."""
-        if (
-            str(graph) in _WORLDS
-            and isinstance(runner, LocalTasks)
-            and runner.workers > 1
-            and len(counts) < len(shards)
-        ):
-            _renderer(str(graph)).list_groups  # noqa: B018  (computed now, inherited by the workers)
 
     def queue_indexes(pending: dict, queued: set[int]) -> None:
         """Index every rendered shard whose page ids are known (all shards before it rendered)."""
@@ -280,15 +318,18 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
     t0 = time.perf_counter()
     for attempt in range(POOL_RESTARTS + 1):
         try:
-            jobs = [job for job in side if not (graph / "manifest.json").exists()]
+            jobs = []
             if not (build / "lexicon" / "part.json").exists():
                 jobs.append((build_lexicon, str(graph), str(build / "lexicon")))
             if validate and violations is None:
                 jobs.append((check_graph, str(graph), 20))
-            pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs, prepare), jobs)}
+            pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs), jobs)}
             for s, blocks in enumerate(shards):
                 if s not in counts:
-                    pending[runner.submit(render_shard, str(graph), s, blocks, str(pages_dir))] = ("render", s)
+                    pending[runner.submit(render_shard, str(build / "store"), s, blocks, str(pages_dir))] = (
+                        "render",
+                        s,
+                    )
             queued: set[int] = set()
 
             queue_indexes(pending, queued)
@@ -321,8 +362,6 @@ def _run(runner, plan: dict, build: Path, graph: Path, side: list, validate: boo
         finally:
             runner.stop()
     times["shards_s"] = time.perf_counter() - t0
-    if not (graph / "manifest.json").exists():
-        raise BuildError(f"{graph}: the graph was not saved")
     if not (build / "lexicon" / "part.json").exists():
         raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
