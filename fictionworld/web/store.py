@@ -34,7 +34,7 @@ import pyarrow.ipc as ipc
 from fictionworld.dates import years_of
 from fictionworld.schema import PREDICATES
 from fictionworld.tables import TYPE_NAMES
-from fictionworld.web.arrow import read_arrow, write_arrow
+from fictionworld.web.arrow import Strings, read_arrow, write_arrow
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 from fictionworld.web.text import article_slug
 
@@ -76,7 +76,7 @@ _TABLES = {"entities": ENTITY_SCHEMA, "by-subject": FACT_SCHEMA, "by-object": FA
 class RenderStore:
     """The render store of one world (see the module docstring), in memory or memory-mapped."""
 
-    def __init__(self, meta: dict, tables: dict[str, pa.Table], names: pa.Array):
+    def __init__(self, meta: dict, tables: dict[str, pa.Table], names: pa.Array | pa.ChunkedArray):
         self.meta = meta
         self.seed, self.present, self.block = int(meta["seed"]), int(meta["present"]), int(meta["block"])
         self.n_entities = int(meta["entities"])
@@ -84,7 +84,7 @@ class RenderStore:
         self.by_subject = tables["by-subject"]
         self.by_object = tables["by-object"]
         self.lists = tables["lists"]
-        self._names = names
+        self._names = Strings(names)  # sorted: ``in`` is a binary search
         self._batches = {name: _batch_starts(t) for name, t in tables.items() if name in ("by-subject", "by-object")}
 
     @classmethod
@@ -94,7 +94,7 @@ class RenderStore:
         if meta.get("format") != STORE_FORMAT:
             raise ValueError(f"{path}: not a render store of format {STORE_FORMAT}")
         tables = {name: read_arrow(path / f"{name}.arrow") for name in _TABLES}
-        return cls(meta, tables, _one_chunk(read_arrow(path / "names.arrow").column(0)))
+        return cls(meta, tables, read_arrow(path / "names.arrow").column(0))
 
     @property
     def entity_blocks(self) -> int:
@@ -121,13 +121,8 @@ class RenderStore:
 
     def is_name(self, text: str) -> bool:
         """Whether ``text`` is the name of an entity (binary search over the sorted names)."""
-        names = self._names
-        i = bisect_left(range(len(names)), text, key=lambda k: names[k].as_py())
-        return i < len(names) and names[i].as_py() == text
-
-
-def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        i = bisect_left(self._names, text)
+        return i < len(self._names) and self._names[i] == text
 
 
 def _batch_starts(table: pa.Table) -> list[int]:
@@ -164,7 +159,7 @@ def write_store(world, path: str | Path | None = None, *, pool: float | None = N
         "by-object": (FACT_SCHEMA, lambda: _fact_batches(f, f.object, incoming, starts)),
         "lists": (LIST_SCHEMA, lambda: _list_table(world).to_batches()),
     }
-    names = pc_unique_sorted(pa.array(e.name.tolist(), pa.string()))
+    names = _unique_sorted(pa.array(e.name.tolist(), pa.string()))
     if path is None:
         tables = {
             name: pa.Table.from_batches(list(batches()), schema=schema) for name, (schema, batches) in parts.items()
@@ -181,7 +176,7 @@ def write_store(world, path: str | Path | None = None, *, pool: float | None = N
     return RenderStore.open(path)
 
 
-def pc_unique_sorted(strings: pa.Array) -> pa.Array:
+def _unique_sorted(strings: pa.Array) -> pa.Array:
     u = pc.unique(strings)
     return u.take(pc.sort_indices(u))
 
