@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import cached_property
 
 import numpy as np
 
@@ -24,6 +25,9 @@ _BIG = np.int64(2**40)
 
 
 class _Checker:
+    """Fact rows by predicate and per-entity dates, held as int32 row arrays (a 10M-entity
+    world's 88M facts cost 4 bytes each per array); entity ids are read only to report."""
+
     def __init__(self, world, limit: int):
         self.w = world
         self.limit = limit
@@ -31,20 +35,21 @@ class _Checker:
         self.extra: dict[K, int] = defaultdict(int)
         e, f = world.entities, world.facts
         self.n = len(e)
-        self.ids = e.ids
         self.tc = e.type_code.astype(np.int64)
         self.present = to_days(world.spec.present)
         self.enabled = set(world.spec.relations())  # cross-fact rules apply only among these
         # facts whose ends exist; every later pass only looks at these
-        s, o = f.subject.astype(np.int64), f.object.astype(np.int64)
-        known_pred = (f.predicate >= 0) & (f.predicate < len(PREDICATES))
+        s, o = f.subject, f.object
         self.ok_ref = (s >= 0) & (s < self.n) & (o >= -1) & (o < self.n)
-        self.valid = self.ok_ref & known_pred
-        self.s, self.o, self.p = np.where(self.ok_ref, s, 0), np.where(self.ok_ref, o, -1), f.predicate.astype(np.int64)
-        # fact rows grouped by predicate, computed once (every check asks by predicate)
-        order = np.argsort(np.where(self.valid, self.p, -1), kind="stable")
-        bounds = np.searchsorted(np.where(self.valid, self.p, -1)[order], np.arange(len(PREDICATES) + 1))
-        self._by_pred = [order[bounds[i] : bounds[i + 1]] for i in range(len(PREDICATES))]
+        self.p = f.predicate.astype(np.int32)
+        self.valid = self.ok_ref & (self.p >= 0) & (self.p < len(PREDICATES))
+        self.s = np.where(self.ok_ref, s, 0).astype(np.int32)
+        self.o = np.where(self.ok_ref, o, -1).astype(np.int32)
+        # fact rows grouped by predicate, computed once (every check asks by predicate): one
+        # pass per predicate, so no sort of every row and no 8-byte index per fact
+        key = np.where(self.valid, self.p, -1).astype(np.int16)
+        self._by_pred = [np.flatnonzero(key == i).astype(np.int32) for i in range(len(PREDICATES))]
+        del key
         self.origin = np.full(self.n, NA_DATE, np.int64)
         self.death = np.full(self.n, NA_DATE, np.int64)
         for t, schema in ENTITY_TYPES.items():
@@ -53,6 +58,11 @@ class _Checker:
                     m = self.attr(attr, t)
                     m = m[f.v_date[m] != NA_DATE]
                     target[self.s[m]] = f.v_date[m]
+
+    @cached_property
+    def ids(self) -> np.ndarray:
+        """Entity ids by row, read on first report (a valid world never needs them)."""
+        return self.w.entities.ids
 
     # -- reporting -------------------------------------------------------------------------
     def add(self, kind: K, message: str, entities: Iterable[int] = (), facts: Iterable[int] = ()) -> None:
@@ -144,10 +154,47 @@ def _single(c: _Checker, name: str, n: int) -> np.ndarray:
     return out
 
 
-def _keyset(c: _Checker, rows: np.ndarray, flip: bool) -> set[tuple[int, int, int, int]]:
+def _fact_key(c: _Checker, rows: np.ndarray, flip: bool = False) -> tuple[np.ndarray, ...]:
+    """The (subject, object, start, end) columns of ``rows``; ends swapped with ``flip``."""
     f = c.w.facts
     s, o = (c.o[rows], c.s[rows]) if flip else (c.s[rows], c.o[rows])
-    return set(zip(s.tolist(), o.tolist(), f.start[rows].tolist(), f.end[rows].tolist()))
+    return s, o, f.start[rows], f.end[rows]
+
+
+def _rows_in(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:
+    """For each row of the columns ``a``, whether an equal row is among the columns ``b``:
+    exact, by one sort of both together (no Python set of tuples, whatever their number)."""
+    na, nb = len(a[0]), len(b[0])
+    if not na or not nb:
+        return np.zeros(na, bool)
+    cols = [np.concatenate((x, y)) for x, y in zip(a, b)]
+    tag = np.r_[np.zeros(na, bool), np.ones(nb, bool)]
+    order = np.lexsort([tag, *cols[::-1]])  # the last key is the primary one
+    new = np.ones(na + nb, bool)
+    for col in cols:
+        sc = col[order]
+        new[1:] &= sc[1:] == sc[:-1]
+    new = ~new
+    new[0] = True
+    group = np.cumsum(new) - 1
+    tag = tag[order]
+    has_b = np.zeros(group[-1] + 1, bool)
+    has_b[group[tag]] = True
+    out = np.empty(na, bool)
+    out[order[~tag]] = has_b[group[~tag]]
+    return out
+
+
+def _pairs(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (query position, key position) with ``queries[i] == keys[j]``: a join by sorting,
+    for lookups a dict of lists would otherwise hold."""
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    lo = np.searchsorted(sk, queries, "left")
+    n = np.searchsorted(sk, queries, "right") - lo
+    qi = np.repeat(np.arange(len(queries)), n)
+    start = np.repeat(lo - (np.cumsum(n) - n), n)
+    return qi, order[start + np.arange(len(qi))]
 
 
 def _count_per_subject(c: _Checker, rows: np.ndarray) -> np.ndarray:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 
 from fictionworld.check.base import (
     _Checker,
-    _keyset,
+    _fact_key,
+    _pairs,
+    _rows_in,
     _single,
     _values,
 )
@@ -60,35 +60,11 @@ def check_symmetry_inverse(c: _Checker) -> None:
     for name, r in RELATIONS.items():
         rows = c.rel(name)
         if r.symmetric:
-            mirror = _keyset(c, rows, flip=True)
-            mine = _keyset(c, rows, flip=False)
-            miss = [
-                row
-                for row, key in zip(
-                    rows.tolist(),
-                    zip(
-                        c.s[rows].tolist(),
-                        c.o[rows].tolist(),
-                        c.w.facts.start[rows].tolist(),
-                        c.w.facts.end[rows].tolist(),
-                    ),
-                )
-                if key not in mirror
-            ]
-            del mine
-            c.add_facts(K.SYMMETRY, np.array(miss, np.int64), f"{name} is symmetric but the mirrored fact is missing")
+            miss = rows[~_rows_in(_fact_key(c, rows), _fact_key(c, rows, flip=True))]
+            c.add_facts(K.SYMMETRY, miss, f"{name} is symmetric but the mirrored fact is missing")
         if r.inverse and r.inverse in c.enabled:
-            inv = set(_keyset(c, c.rel(r.inverse), flip=True))
-            f = c.w.facts
-            miss = [
-                row
-                for row, key in zip(
-                    rows.tolist(),
-                    zip(c.s[rows].tolist(), c.o[rows].tolist(), f.start[rows].tolist(), f.end[rows].tolist()),
-                )
-                if key not in inv
-            ]
-            c.add_facts(K.INVERSE, np.array(miss, np.int64), f"no matching {r.inverse} fact")
+            miss = rows[~_rows_in(_fact_key(c, rows), _fact_key(c, c.rel(r.inverse), flip=True))]
+            c.add_facts(K.INVERSE, miss, f"no matching {r.inverse} fact")
 
 
 def check_cycles(c: _Checker) -> None:
@@ -193,26 +169,23 @@ def check_quantities(c: _Checker) -> None:
 
 
 def check_consistency(c: _Checker) -> None:
-    f = c.w.facts
     # a chief executive works for the company for the whole term
     if "works_for" in c.enabled:
         _ceo_employed(c)
     # an acquisition makes the company a subsidiary from that date
     if "subsidiary_of" in c.enabled:
-        subs = _keyset(c, c.rel("subsidiary_of"), flip=False)
-        for r in c.rel("acquired_by").tolist():
-            if (c.s[r], c.o[r], int(f.start[r]), int(f.end[r])) not in subs:
-                c.add(
-                    K.CONSISTENCY, f"{c.describe(r)}: no subsidiary_of fact from the acquisition date", c._ends(r), (r,)
-                )
-    # siblings share a parent
+        bought = c.rel("acquired_by")
+        for r in bought[~_rows_in(_fact_key(c, bought), _fact_key(c, c.rel("subsidiary_of")))].tolist():
+            c.add(K.CONSISTENCY, f"{c.describe(r)}: no subsidiary_of fact from the acquisition date", c._ends(r), (r,))
+    # siblings share a parent: (a, b) is fine when (b, p) is a child_of fact for some parent p of a
     if "child_of" in c.enabled:
-        parents: dict[int, set[int]] = defaultdict(set)
-        for r in c.rel("child_of").tolist():
-            parents[c.s[r]].add(c.o[r])
-        for r in c.rel("sibling_of").tolist():
-            if not parents[c.s[r]] & parents[c.o[r]]:
-                c.add(K.CONSISTENCY, f"{c.describe(r)}: siblings without a common parent", c._ends(r), (r,))
+        kids, sibs = c.rel("child_of"), c.rel("sibling_of")
+        which, parent = _pairs(c.s[kids], c.s[sibs])
+        shared = _rows_in((c.o[sibs][which], c.o[kids][parent]), (c.s[kids], c.o[kids]))
+        ok = np.zeros(len(sibs), bool)
+        ok[which[shared]] = True
+        for r in sibs[~ok].tolist():
+            c.add(K.CONSISTENCY, f"{c.describe(r)}: siblings without a common parent", c._ends(r), (r,))
     # citizenship follows the birthplace's country
     country = c.country_of_place
     if country is not None and "born_in" in c.enabled:
@@ -235,14 +208,13 @@ def check_consistency(c: _Checker) -> None:
 
 def _ceo_employed(c: _Checker) -> None:
     f = c.w.facts
-    jobs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for r in c.rel("works_for").tolist():
-        jobs[(c.s[r], c.o[r])].append((int(f.start[r]), int(f.end[r])))
-    for r in c.rel("ceo_of").tolist():
-        s0, e0 = int(f.start[r]), int(f.end[r])
-        covered = any(
-            (js == NA_DATE or s0 == NA_DATE or js <= s0) and (je == NA_DATE or (e0 != NA_DATE and je >= e0))
-            for js, je in jobs.get((c.s[r], c.o[r]), ())
-        )
-        if not covered:
-            c.add(K.CONSISTENCY, f"{c.describe(r)}: no works_for fact covers the term", c._ends(r), (r,))
+    jobs, terms = c.rel("works_for"), c.rel("ceo_of")
+    pair = np.int64(c.n)
+    which, job = _pairs(c.s[jobs].astype(np.int64) * pair + c.o[jobs], c.s[terms].astype(np.int64) * pair + c.o[terms])
+    js, je = f.start[jobs][job], f.end[jobs][job]
+    s0, e0 = f.start[terms][which], f.end[terms][which]
+    fits = ((js == NA_DATE) | (s0 == NA_DATE) | (js <= s0)) & ((je == NA_DATE) | ((e0 != NA_DATE) & (je >= e0)))
+    covered = np.zeros(len(terms), bool)
+    covered[which[fits]] = True
+    for r in terms[~covered].tolist():
+        c.add(K.CONSISTENCY, f"{c.describe(r)}: no works_for fact covers the term", c._ends(r), (r,))

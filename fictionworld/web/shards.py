@@ -41,6 +41,7 @@ __all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
 
 BUILD_DIR = ".building"
 PLAN_FORMAT = "fictionworld-build/1"
+CHECK_BYTES = (130, 200)  # memory of check_world per fact and per entity (measured at 1M and 10M)
 PAGE_BATCH = 65_536  # rows per record batch of pages.arrow (PageTable.save writes the same)
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -95,8 +96,9 @@ def make_graph(spec: dict, seed: int, graph: str, store: str) -> dict:
 def write_graph(world, graph: str | Path, store: str | Path) -> None:
     """Save ``world`` (without web) to ``graph`` and its render store to ``store``; the store's
     ``store.json`` is written last and marks the stage done. The graph is saved by a forked
-    child meanwhile when a whole copy of this process would still fit in free memory (the child
-    only reads the world, but every page it touches may be copied); else one after the other."""
+    child meanwhile when two more copies of this process would still fit in free memory (the
+    child only reads the world, but every page it touches may be copied, and both count in the
+    build's RSS); else one after the other, as for a 10M-entity world on a 24 GiB machine."""
     import multiprocessing as mp
 
     import psutil
@@ -107,7 +109,7 @@ def write_graph(world, graph: str | Path, store: str | Path) -> None:
     for d in (graph, store):
         shutil.rmtree(d, ignore_errors=True)
     saver = None
-    if psutil.virtual_memory().available > 2 * psutil.Process().memory_info().rss:
+    if psutil.virtual_memory().available > 3 * psutil.Process().memory_info().rss:
         _WORLDS[str(graph)] = world  # the child inherits it
         saver = ProcessPoolExecutor(1, mp_context=mp.get_context("fork"), initializer=die_with_parent)
         saved = saver.submit(_save_inherited, str(graph))
@@ -321,7 +323,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
             jobs = []
             if not (build / "lexicon" / "part.json").exists():
                 jobs.append((build_lexicon, str(graph), str(build / "lexicon")))
-            if validate and violations is None:
+            check_last = validate and violations is None and _check_alone(graph)
+            if validate and violations is None and not check_last:
                 jobs.append((check_graph, str(graph), 20))
             pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs), jobs)}
             for s, blocks in enumerate(shards):
@@ -355,6 +358,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                         _write_json(checks_file, violations)
                     done = len(counts) + len(indexed) + (1 if violations is not None else 0)
                     say("rendering and indexing", done, total)
+                if not pending and check_last and violations is None:
+                    pending[runner.submit(check_graph, str(graph), 20)] = ("check_graph", -1)
             break
         except BrokenProcessPool:
             if attempt == POOL_RESTARTS:
@@ -365,6 +370,17 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     if not (build / "lexicon" / "part.json").exists():
         raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
+
+
+def _check_alone(graph: Path) -> bool:
+    """Whether the constraint check must wait until the renderers are done: it holds the
+    fact columns (~CHECK_BYTES per fact and entity; 11.7 GiB for a 10M-entity world), so it
+    runs beside them only when that is at most a quarter of the memory available now."""
+    import psutil
+
+    counts = json.loads((graph / "manifest.json").read_text())["counts"]
+    need = CHECK_BYTES[0] * counts["facts"] + CHECK_BYTES[1] * counts["entities"]
+    return need > psutil.virtual_memory().available / 4
 
 
 def _write_json(path: Path, obj) -> None:
@@ -379,29 +395,17 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     shards = range(len(plan["shards"]))
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in shards]
     say("joining shards", 0, 3)
-    tables = [read_arrow(f) for f in files]
-    urls = pa.chunked_array([c for t in tables for c in t.column("url").chunks], pa.string())
-    kinds = pa.chunked_array([c for t in tables for c in t.column("kind").chunks], pa.string())
+    # URL clashes and directory titles need three columns of every shard (memory-mapped: only
+    # their pages are read); the pages themselves then pass through one shard at a time
+    cols = [read_arrow(f).select(["url", "kind", "title"]) for f in files]
+    urls, kinds, titles = (
+        pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(3)
+    )
     renamed = unique_urls(urls, kinds)
-    titles = pa.chunked_array([c for t in tables for c in t.column("title").chunks], pa.string())
     directories = list_titles(kinds, titles)
-
+    del cols, urls, kinds, titles
     pages_tmp = build / "pages.arrow"
-    offset = 0
-    with pa.OSFile(str(pages_tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
-        # Batches of exactly PAGE_BATCH rows whatever the shards: the same web, the same bytes.
-        held: list[pa.Table] = []
-        for t in tables:
-            held.append(with_urls(t, renamed, offset))
-            offset += t.num_rows
-            if sum(h.num_rows for h in held) >= PAGE_BATCH:
-                rest = pa.concat_tables(held)
-                cut = rest.num_rows - rest.num_rows % PAGE_BATCH
-                writer.write_table(rest.slice(0, cut).combine_chunks(), max_chunksize=PAGE_BATCH)
-                held = [rest.slice(cut)]
-        if held:
-            writer.write_table(pa.concat_tables(held).combine_chunks(), max_chunksize=PAGE_BATCH)
-    del tables, urls, kinds, titles
+    offset = _write_pages(files, renamed, pages_tmp)
     order = url_order(read_arrow(pages_tmp).column("url"))
     np.save(build / "pages.url-order.npy", order)
     manifest = json.loads((graph / "manifest.json").read_text())
@@ -436,6 +440,34 @@ def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: 
     say("joining shards", 3, 3)
     return {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
             "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": len(renamed)}  # fmt: skip
+
+
+def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> int:
+    """Stream the shard files into one page file of exactly PAGE_BATCH rows per record batch
+    (the same bytes whatever the shards), with the renamed URLs; each shard is mapped only
+    while it is copied, and only a batch at a time is held in memory. Returns the page count."""
+    offset = 0
+    carry: pa.Table | None = None  # the last rows of a shard, copied, waiting for the next
+    with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
+        for f in files:
+            t = with_urls(read_arrow(f), renamed, offset)
+            offset += t.num_rows
+            at = 0
+            if carry is not None:
+                at = min(PAGE_BATCH - carry.num_rows, t.num_rows)
+                carry = pa.concat_tables([carry, t.slice(0, at)]).combine_chunks()
+                if carry.num_rows == PAGE_BATCH:
+                    writer.write_table(carry)
+                    carry = None
+            while t.num_rows - at >= PAGE_BATCH:
+                writer.write_table(t.slice(at, PAGE_BATCH).combine_chunks())
+                at += PAGE_BATCH
+            if at < t.num_rows:  # copied (take), so that no slice keeps this shard mapped
+                carry = t.slice(at).take(pa.array(np.arange(t.num_rows - at)))
+            del t
+        if carry is not None:
+            writer.write_table(carry)
+    return offset
 
 
 def _join_indexes(parts: list[Path], target: Path) -> None:

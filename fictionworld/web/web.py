@@ -323,14 +323,25 @@ class Web:
             return PageNotFound(url=url)
         page = self.model.render_page(self, row, number, knobs)
         if isinstance(page, Page) and page.page_count > 1:
-            page = page.model_copy(update={"fact_ids": self._facts_about(page.fact_ids, page.entity_ids)})
+            page = page.model_copy(update={"fact_ids": self._facts_about(row, page.fact_ids, page.entity_ids)})
         return page
 
-    def _facts_about(self, fact_ids: tuple[int, ...], entity_ids: tuple[str, ...]) -> tuple[int, ...]:
+    def _facts_about(self, row: int, fact_ids: tuple[int, ...], entity_ids: tuple[str, ...]) -> tuple[int, ...]:
+        """Of directory ``row``'s facts, those whose subject is one of ``entity_ids`` (the
+        members on one of its pages). A directory's facts have a member as subject and the
+        directory's own entity, if any, as object; a fact is on its subject's article and, if
+        it is an incoming relation, on its object's. So the facts on the members' articles are
+        the answer, read off a few pages, unless the directory's entity is itself listed: then
+        off the fact table (its subject column, read whole on first use)."""
+        subjects = [self.world.row(e) for e in entity_ids]
+        if int(self.pages.entity[row]) not in subjects:
+            arts = self._article_of[np.array(subjects, np.int64)] if subjects else np.zeros(0, np.int64)
+            if (arts >= 0).all():
+                on = {i for a in arts.tolist() for i in self.pages.column("fact_ids", a)}
+                return tuple(i for i in fact_ids if i in on)
         f = self.world.facts
         rows = np.searchsorted(f.id, np.array(fact_ids, np.int64))
-        subjects = set(self.world.row(e) for e in entity_ids)
-        return tuple(int(i) for i, r in zip(fact_ids, rows.tolist()) if int(f.subject[r]) in subjects)
+        return tuple(int(i) for i, r in zip(fact_ids, rows.tolist()) if int(f.subject[r]) in set(subjects))
 
     def session(self, knobs: Knobs | None = None, seed: int = 0) -> WebSession:
         return WebSession(self, knobs or self.knobs, seed)
