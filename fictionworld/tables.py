@@ -23,6 +23,7 @@ __all__ = [
     "FactTable",
     "LazyColumns",
     "object_array",
+    "runs",
     "NA_INT",
     "NA_DATE",
     "TYPE_NAMES",
@@ -39,6 +40,13 @@ def object_array(values) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     out[:] = list(values) if not isinstance(values, np.ndarray) else values
     return out
+
+
+def runs(lo: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs ``lo[i] : lo[i] + n[i]`` laid end to end: for every element, its run ``i`` and its
+    position ``lo[i] + k``. The vectorised form of a loop over runs (postings, ranges, groups)."""
+    which = np.repeat(np.arange(len(n)), n)
+    return which, np.repeat(np.asarray(lo) - (np.cumsum(n) - n), n) + np.arange(len(which))
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,6 +7,7 @@ import numpy as np
 from fictionworld.dates import year_end, year_start, years_of
 from fictionworld.gazetteer import is_real_place
 from fictionworld.schema import AWARD_FIELDS, EVENT_KINDS, WORKS_BY_FIELD
+from fictionworld.tables import runs
 from generators import vocab
 from generators.base import (
     GenContext,
@@ -80,8 +81,7 @@ def _winners(ctx: GenContext, established: np.ndarray, field: np.ndarray) -> Non
     first_year = years_of(established) + 1
     present_year = int(years_of(np.array([ctx.present]))[0])
     span = np.maximum(present_year - first_year + 1, 0)
-    award = np.repeat(np.arange(len(established)), span)
-    offset = np.arange(len(award)) - np.repeat(np.cumsum(span) - span, span)
+    award, offset = runs(np.zeros(len(span), np.int64), span)
     year = first_year[award] + offset
     held = rw.random(len(award)) < 0.5
     award, year = award[held], year[held]

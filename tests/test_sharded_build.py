@@ -319,7 +319,7 @@ def test_a_render_store_on_disk_renders_what_one_in_memory_does(tmp_path):
 def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path, monkeypatch, seed):
     """Shards of any sizes and record batches (empty ones included) join into batches of
     exactly PAGE_BATCH rows but the last, in order, with the renamed pages' URLs."""
-    from fictionworld.web import shards as sh
+    from fictionworld.web import join as sh
     from fictionworld.web.arrow import read_arrow, write_arrow
     from fictionworld.web.pages import PAGE_SCHEMA
 

@@ -17,7 +17,7 @@ from fictionworld.schema import (
     PREDICATE_CODE,
     PREDICATES,
 )
-from fictionworld.tables import NA_INT, TYPE_CODE
+from fictionworld.tables import NA_INT, TYPE_CODE, runs
 
 _URL = re.compile(r"^https?://[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,}(/\S*)?$")
 
@@ -191,10 +191,8 @@ def _pairs(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarra
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
     lo = np.searchsorted(sk, queries, "left")
-    n = np.searchsorted(sk, queries, "right") - lo
-    qi = np.repeat(np.arange(len(queries)), n)
-    start = np.repeat(lo - (np.cumsum(n) - n), n)
-    return qi, order[start + np.arange(len(qi))]
+    which, at = runs(lo, np.searchsorted(sk, queries, "right") - lo)
+    return which, order[at]
 
 
 def _count_per_subject(c: _Checker, rows: np.ndarray) -> np.ndarray:

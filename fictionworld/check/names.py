@@ -21,7 +21,7 @@ from fictionworld.tables import TYPE_CODE, TYPE_NAMES
 _CHUNK = 1 << 20  # entities per step of the name passes that build Python strings
 
 
-def _codes(values) -> np.ndarray:
+def _string_codes(values) -> np.ndarray:
     """Equal strings -> equal int64 codes (null -> -1), by Arrow's hash table."""
     arr = pa.array(values, pa.string()) if not isinstance(values, pa.Array | pa.ChunkedArray) else values
     enc = pc.dictionary_encode(arr)
@@ -48,7 +48,7 @@ def check_names(c: _Checker) -> None:
     e = c.w.entities
     names = e.name
     group = e.namesake_group.astype(np.int64)
-    name_code = _codes(names)
+    name_code = _string_codes(names)
     # duplicate names: a (type, name) shared by entities that are not one namesake group
     key = name_code * len(TYPE_NAMES) + c.tc
     _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
@@ -115,7 +115,7 @@ def check_unique_values(c: _Checker) -> None:
     f = c.w.facts
     for a in sorted(n for n, a in ATTRIBUTES.items() if a.unique):
         rows = c.attr(a)
-        code = _codes(f.v_text[rows])
+        code = _string_codes(f.v_text[rows])
         rows, code = rows[code >= 0], code[code >= 0]
         if not len(rows):
             continue

@@ -27,6 +27,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from fictionworld.folding import LETTERS, fold
+from fictionworld.tables import runs
 from fictionworld.web.arrow import Strings, read_arrow, write_arrow
 
 __all__ = ["EntityLinker", "Link", "Speller", "speller_table", "words"]
@@ -270,9 +271,11 @@ class EntityLinker:
         fixed = " ".join(corrected)
         # The candidates' forms whose every word is matched, found in one vectorised pass (a
         # common surname has thousands of candidates in a 10M-entity world); only those are scored.
-        cand_of_form, at = _runs(self._entity_start, cands)
+        start = self._entity_start[cands]
+        cand_of_form, at = runs(start, self._entity_start[cands + 1] - start)
         forms, owner = self._entity_forms[at], cands[cand_of_form]
-        form_of_word, at = _runs(self._form_start, forms)
+        start = self._form_start[forms]
+        form_of_word, at = runs(start, self._form_start[forms + 1] - start)
         missing = np.bincount(form_of_word[~np.isin(self._form_words[at], list(matched))], minlength=len(forms))
         best: dict[int, float] = {}
         for f, row in zip(forms[missing == 0].tolist(), owner[missing == 0].tolist()):
@@ -283,12 +286,3 @@ class EntityLinker:
             (Link(row, score, tuple(corrected)) for row, score in best.items()), key=lambda x: (-x.score, x.row)
         )
         return out[:limit]
-
-
-def _runs(start: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For runs ``start[i]:start[i + 1]`` of each of ``items``: the position in ``items`` and
-    the index into the runs' array of every element, concatenated."""
-    lo = start[items]
-    n = start[items + 1] - lo
-    which = np.repeat(np.arange(len(items)), n)
-    return which, np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(len(which))

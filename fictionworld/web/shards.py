@@ -3,7 +3,7 @@
 The web is rendered in blocks of ``spec.web.block`` entities (:class:`~fictionworld.web.render.Renderer`);
 a shard is a run of whole blocks. Each shard renders its pages to an Arrow file, then indexes
 them into its own tantivy segments with the page ids they will have in the whole web; the
-driver finally settles URL clashes (:func:`~fictionworld.web.render.unique_urls`), streams the
+driver finally joins them (:mod:`~fictionworld.web.join`): settles URL clashes, streams the
 shards into ``pages.arrow`` and joins the segments into one index. BM25 statistics are read
 across all segments at search time, so the joined index ranks exactly as one built in one go;
 the pages, their order and the ``world_hash`` do not depend on the number of shards, workers
@@ -24,25 +24,20 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.web.arrow import read_arrow
 from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
-from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
-from fictionworld.web.linker import Speller
-from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
+from fictionworld.web.join import join_shards
+from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import RENDERER, Renderer, plain_text
 from fictionworld.web.store import RenderStore, write_store
-from fictionworld.web.urls import unique_urls, with_urls
 
 __all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
 
 BUILD_DIR = ".building"
 PLAN_FORMAT = "fictionworld-build/1"
 CHECK_BYTES = (130, 200)  # memory of check_world per fact and per entity (measured at 1M and 10M)
-PAGE_BATCH = 65_536  # rows per record batch of pages.arrow (PageTable.save writes the same)
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -280,7 +275,7 @@ def build_world(
 
     result = _run(runner, plan, build, graph, validate, say, times)
     t = time.perf_counter()
-    summary = _finish(plan, build, graph, out, result, say)
+    summary = join_shards(len(plan["shards"]), build, graph, out, say)
     times["finish_s"] = time.perf_counter() - t
     for cache in (_WORLDS, _RENDERERS):
         cache.clear()
@@ -387,117 +382,3 @@ def _write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(obj))
     os.replace(tmp, path)
-
-
-def _finish(plan: dict, build: Path, graph: Path, out: Path, result: dict, say: Progress) -> dict:
-    """Settle URL clashes, stream the shards into ``pages.arrow``, join the index segments,
-    and move everything into ``out`` (the manifest last)."""
-    shards = range(len(plan["shards"]))
-    files = [build / "pages" / f"shard-{s:05d}.arrow" for s in shards]
-    say("joining shards", 0, 3)
-    # URL clashes and directory titles need three columns of every shard (memory-mapped: only
-    # their pages are read); the pages themselves then pass through one shard at a time
-    cols = [read_arrow(f).select(["url", "kind", "title"]) for f in files]
-    urls, kinds, titles = (
-        pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(3)
-    )
-    renamed = unique_urls(urls, kinds)
-    directories = list_titles(kinds, titles)
-    del cols, urls, kinds, titles
-    pages_tmp = build / "pages.arrow"
-    offset = _write_pages(files, renamed, pages_tmp)
-    order = url_order(read_arrow(pages_tmp).column("url"))
-    np.save(build / "pages.url-order.npy", order)
-    manifest = json.loads((graph / "manifest.json").read_text())
-    lexicon = build / "lexicon"
-    finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), directories), manifest["world_hash"])
-    say("joining shards", 1, 3)
-    index = build / "index.joined"
-    _join_indexes([build / "index" / f"shard-{s:05d}" for s in shards], index)
-    say("joining shards", 2, 3)
-    from fictionworld.web.index import TantivyIndex
-
-    joined = TantivyIndex.open(index)
-    if joined.num_docs != offset:
-        raise WebError(f"{index}: {joined.num_docs} documents for {offset} pages")
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("entities.parquet", "facts.parquet"):
-        os.replace(graph / name, out / name)
-    os.replace(pages_tmp, out / "pages.arrow")
-    os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
-    for name in ("index", "lexicon"):
-        if (out / name).exists():
-            shutil.rmtree(out / name)
-    os.replace(index, out / "index")
-    os.replace(lexicon, out / "lexicon")
-    from fictionworld.web.web import web_manifest
-
-    web_json = web_manifest(manifest["world_hash"], manifest["spec"].get("web", {}), offset, joined)
-    (out / "web.json").write_text(json.dumps(web_json, indent=2) + "\n")
-    (out / "manifest.json.tmp").write_text(json.dumps(manifest, indent=2))
-    os.replace(out / "manifest.json.tmp", out / "manifest.json")
-    shutil.rmtree(build)
-    say("joining shards", 3, 3)
-    return {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
-            "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": len(renamed)}  # fmt: skip
-
-
-def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> int:
-    """Stream the shard files into one page file of exactly PAGE_BATCH rows per record batch
-    (the same bytes whatever the shards), with the renamed URLs; each shard is mapped only
-    while it is copied, and only a batch at a time is held in memory. Returns the page count."""
-    offset = 0
-    carry: pa.Table | None = None  # the last rows of a shard, copied, waiting for the next
-    with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
-        for f in files:
-            t = with_urls(read_arrow(f), renamed, offset)
-            offset += t.num_rows
-            at = 0
-            if carry is not None:
-                at = min(PAGE_BATCH - carry.num_rows, t.num_rows)
-                carry = pa.concat_tables([carry, t.slice(0, at)]).combine_chunks()
-                if carry.num_rows == PAGE_BATCH:
-                    writer.write_table(carry)
-                    carry = None
-            while t.num_rows - at >= PAGE_BATCH:
-                writer.write_table(t.slice(at, PAGE_BATCH).combine_chunks())
-                at += PAGE_BATCH
-            if at < t.num_rows:  # copied (take), so that no slice keeps this shard mapped
-                carry = t.slice(at).take(pa.array(np.arange(t.num_rows - at)))
-            del t
-        if carry is not None:
-            writer.write_table(carry)
-    return offset
-
-
-def _join_indexes(parts: list[Path], target: Path) -> None:
-    """One tantivy index holding every part's segments (same schema; ids already global)."""
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir()
-    meta: dict | None = None
-    managed: list[str] = []
-    for part in parts:
-        m = json.loads((part / "meta.json").read_text())
-        for f in part.iterdir():
-            if f.name in ("meta.json", ".managed.json") or f.name.startswith(".tantivy"):
-                continue
-            os.link(f, target / f.name) if _same_fs(f, target) else shutil.copy2(f, target / f.name)
-            managed.append(f.name)
-        if meta is None:
-            meta = m
-        else:
-            if m["schema"] != meta["schema"]:
-                raise WebError(f"{part}: index schema differs from the other shards'")
-            meta["segments"] += m["segments"]
-            meta["opstamp"] = max(meta.get("opstamp", 0), m.get("opstamp", 0))
-    assert meta is not None
-    (target / ".managed.json").write_text(json.dumps(sorted(managed + ["meta.json"])))
-    (target / "meta.json").write_text(json.dumps(meta))
-
-
-def _same_fs(a: Path, b: Path) -> bool:
-    try:
-        return a.stat().st_dev == b.stat().st_dev
-    except OSError:
-        return False

@@ -33,7 +33,7 @@ import pyarrow.ipc as ipc
 
 from fictionworld.dates import years_of
 from fictionworld.schema import PREDICATES
-from fictionworld.tables import TYPE_NAMES
+from fictionworld.tables import TYPE_NAMES, runs
 from fictionworld.web.arrow import Strings, read_arrow, write_arrow
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 from fictionworld.web.text import article_slug
@@ -325,9 +325,5 @@ def _list_table(world) -> pa.Table:
 
 def _regroup(values: np.ndarray, sizes: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     """The runs of ``values`` (run ``g`` has ``sizes[g]`` items) of groups ``chosen``, in that order."""
-    group = np.repeat(np.arange(len(sizes)), sizes)
-    pos = np.full(len(sizes), -1, np.int64)
-    pos[chosen] = np.arange(len(chosen))
-    at = pos[group]
-    keep = np.flatnonzero(at >= 0)
-    return values[keep[np.argsort(at[keep], kind="stable")]]
+    sizes = np.asarray(sizes, np.int64)
+    return values[runs((np.cumsum(sizes) - sizes)[chosen], sizes[chosen])[1]]

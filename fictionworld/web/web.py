@@ -333,15 +333,15 @@ class Web:
         it is an incoming relation, on its object's. So the facts on the members' articles are
         the answer, read off a few pages, unless the directory's entity is itself listed: then
         off the fact table (its subject column, read whole on first use)."""
-        subjects = [self.world.row(e) for e in entity_ids]
+        subjects = {self.world.row(e) for e in entity_ids}
         if int(self.pages.entity[row]) not in subjects:
-            arts = self._article_of[np.array(subjects, np.int64)] if subjects else np.zeros(0, np.int64)
+            arts = self._article_of[np.array(sorted(subjects), np.int64)]
             if (arts >= 0).all():
                 on = {i for a in arts.tolist() for i in self.pages.column("fact_ids", a)}
                 return tuple(i for i in fact_ids if i in on)
         f = self.world.facts
         rows = np.searchsorted(f.id, np.array(fact_ids, np.int64))
-        return tuple(int(i) for i, r in zip(fact_ids, rows.tolist()) if int(f.subject[r]) in set(subjects))
+        return tuple(int(i) for i, r in zip(fact_ids, rows.tolist()) if int(f.subject[r]) in subjects)
 
     def session(self, knobs: Knobs | None = None, seed: int = 0) -> WebSession:
         return WebSession(self, knobs or self.knobs, seed)
