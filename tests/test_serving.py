@@ -8,7 +8,6 @@ import json
 import pickle
 import random
 import shutil
-from collections import defaultdict
 from dataclasses import fields
 
 import numpy as np
@@ -25,18 +24,19 @@ from fictionworld.web.linker import MIN_SIMILARITY, Speller
 
 def literal_correct(vocab: set[str], word: str) -> list[str]:
     """The speller's rule written plainly: known -> itself; short or a number -> nothing; else the
-    closest words of length ±1 sharing the first letter or the last two (ties all kept)."""
+    closest words of length n = len ±1 sharing the first or the last affix(n) letters, 1 up to
+    4 letters, 2 for 5-6, 3 from 7 (ties all kept)."""
     if word in vocab:
         return [word]
     if len(word) < 4 or word.isdigit():
         return []
-    by_head, by_tail = defaultdict(set), defaultdict(set)
-    for w in vocab:
-        by_head[(len(w), w[0])].add(w)
-        by_tail[(len(w), w[-2:])].add(w)
-    pool = set()
-    for n in range(len(word) - 1, len(word) + 2):
-        pool |= by_head[(n, word[0])] | by_tail[(n, word[-2:])]
+    h = lambda n: 1 if n <= 4 else 2 if n <= 6 else 3  # noqa: E731
+    pool = {
+        w
+        for w in vocab
+        if abs(len(w) - len(word)) <= 1
+        and (w[: h(len(w))] == word[: h(len(w))] or w[-h(len(w)) :] == word[-h(len(w)) :])
+    }
     hits = process.extract(word, sorted(pool), scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=3)
     return [w for w, s, _ in hits if s >= hits[0][1] - 1e-9] if hits else []
 
@@ -68,6 +68,13 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
         want = literal_correct(vocab, q)
         assert speller.correct(q) == want, q
         assert opened.correct(q) == want, q
+    # one edit away from a word of 4+ letters is never out of reach: the word, or one as close, is found
+    for w in rng.sample(sorted(w for w in vocab if len(w) >= 4 and not w.isdigit()), 300):
+        q = edits(w, rng)
+        if q in vocab or len(q) < 4 or q.isdigit() or OSA.normalized_similarity(q, w) < MIN_SIMILARITY:
+            continue
+        got = speller.correct(q)
+        assert got and OSA.normalized_similarity(q, got[0]) >= OSA.normalized_similarity(q, w), (w, q, got)
     assert len(speller) == len(vocab - {""}) and all(w in opened for w in vocab if w)
     assert "not-a-word-here" not in opened and 3 not in opened
 

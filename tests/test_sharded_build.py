@@ -74,16 +74,20 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
     assert (saved["url_order"], saved["lexicon"]) == (reference[1]["url_order"], reference[1]["lexicon"])
 
 
-def test_the_sharded_index_ranks_like_one_index_ties_included(reference, tmp_path):
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sharded") / "s"
+    build_world(small_spec(), 5, path, workers=2, shards=5)
+    return path
+
+
+def test_the_sharded_index_ranks_like_one_index_ties_included(sharded, tmp_path):
     """Scores and order of the joined shard index equal a single index over the same pages,
     for many queries, with deep result lists where ties are common."""
     from fictionworld.web.index import TantivyIndex
     from fictionworld.web.pages import PageTable
     from fictionworld.web.render import plain_text
 
-    path, _ = reference
-    sharded = tmp_path / "s"
-    build_world(small_spec(), 5, sharded, workers=2, shards=5)
     pages = PageTable.load(sharded / "pages.arrow")
     text = pages.table.column("text").to_pylist()
     single = TantivyIndex.build(((t, plain_text(x)) for t, x in zip(pages.titles, text)), tmp_path / "one")
@@ -97,6 +101,48 @@ def test_the_sharded_index_ranks_like_one_index_ties_included(reference, tmp_pat
         assert np.array_equal(a[0], b[0]) and np.allclose(a[1], b[1])
         ties += int((np.diff(a[1]) == 0).sum())
     assert ties > 100  # the comparison covered tied scores
+
+
+def _every_address(ix):
+    import tantivy
+
+    meta = json.loads((ix.path / "meta.json").read_text())["segments"]
+    return [tantivy.DocAddress(o, d) for o, m in enumerate(meta) for d in range(m["max_doc"])]
+
+
+def test_page_ids_of_hits_come_from_the_runs_file_and_agree_with_the_fast_field(sharded, tmp_path):
+    """Every document of the joined index (several segments per shard) maps to its page id by
+    the runs file; a missing, corrupt or wrong file falls back to the fast field, never to
+    wrong ids."""
+    import shutil
+
+    from fictionworld.web.index import PID_RUNS, TantivyIndex
+
+    ix = TantivyIndex.open(sharded / "index")
+    assert ix._runs is not None and ix.searcher.num_segments >= 5
+    addresses = _every_address(ix)
+    want = ix.searcher.fast_field_values("pid", addresses)
+    assert sorted(want) == list(range(ix.num_docs))
+    assert ix._pids(addresses).tolist() == want
+    runs = json.loads((sharded / "index" / PID_RUNS).read_text())["segments"]
+    assert sum(len(r) for r in runs.values()) < 4 * len(runs)  # runs, not one entry per page
+    tokens = ix.analyze("festival river city 1998")
+    result = ix.search(tokens, 200)
+    for name, breaks in [
+        ("missing", lambda f: f.unlink()),
+        ("corrupt", lambda f: f.write_text("{not json")),
+        ("short", lambda f: f.write_text(json.dumps({"segments": dict(list(runs.items())[1:])}))),
+        ("segments swapped", lambda f: f.write_text(json.dumps({"segments": dict(zip(runs, reversed(list(runs.values()))))}))),
+        ("pages shifted", lambda f: f.write_text(json.dumps({"segments": {k: [[a, b + 1, c] for a, b, c in v] for k, v in runs.items()}}))),
+    ]:  # fmt: skip
+        copy = tmp_path / name
+        shutil.copytree(sharded / "index", copy)
+        breaks(copy / PID_RUNS)
+        broken = TantivyIndex.open(copy)
+        assert broken._runs is None, name
+        assert broken._pids(addresses).tolist() == want
+        got = broken.search(tokens, 200)
+        assert np.array_equal(got[0], result[0]) and np.array_equal(got[1], result[1]), name
 
 
 def test_a_two_node_ray_cluster_builds_the_same_world(reference, tmp_path):

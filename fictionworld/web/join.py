@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fictionworld.web.arrow import read_arrow
+from fictionworld.web.index import PID_RUNS, join_pid_runs
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
@@ -120,7 +121,7 @@ def _join_indexes(parts: list[Path], target: Path) -> None:
     for part in parts:
         m = json.loads((part / "meta.json").read_text())
         for f in part.iterdir():
-            if f.name in ("meta.json", ".managed.json") or f.name.startswith(".tantivy"):
+            if f.name in ("meta.json", ".managed.json", PID_RUNS) or f.name.startswith(".tantivy"):
                 continue
             os.link(f, target / f.name) if _same_fs(f, target) else shutil.copy2(f, target / f.name)
             managed.append(f.name)
@@ -134,6 +135,8 @@ def _join_indexes(parts: list[Path], target: Path) -> None:
     assert meta is not None
     (target / ".managed.json").write_text(json.dumps(sorted(managed + ["meta.json"])))
     (target / "meta.json").write_text(json.dumps(meta))
+    if all((part / PID_RUNS).exists() for part in parts):  # (else hits read the pid fast field)
+        join_pid_runs(parts, target)
 
 
 def _same_fs(a: Path, b: Path) -> bool:

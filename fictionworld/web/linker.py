@@ -5,8 +5,8 @@ Narrow first, then re-rank a few with rapidfuzz (scanning every name per query w
 
 1. each query word found among the words of entity names (and aliases) is kept; an unknown
    word of 4+ letters is corrected to the closest name words of similar length (rapidfuzz optimal-string-alignment
-   distance, a swap counts as one edit, over words of length ±1 sharing the first letter or the
-   last two, normalised similarity ≥ 0.75);
+   distance, a swap counts as one edit, over words of length ±1 sharing their first or last
+   :func:`affix` letters with it, normalised similarity ≥ 0.75);
 2. candidate entities are those containing the rarest matched word;
 3. a candidate is linked when every word of its name (or of one alias) is matched; links are
    ranked by rapidfuzz ``ratio`` of the corrected query and the name, so the fullest match
@@ -30,7 +30,7 @@ from fictionworld.folding import LETTERS, fold
 from fictionworld.tables import runs
 from fictionworld.web.arrow import Strings, read_arrow, write_arrow
 
-__all__ = ["EntityLinker", "Link", "Speller", "speller_table", "words"]
+__all__ = ["EntityLinker", "Link", "Speller", "affix", "speller_table", "words"]
 
 _WORD = re.compile(r"\w+")
 MIN_SIMILARITY = 0.75
@@ -55,10 +55,19 @@ class Link(tuple):
     corrected = property(lambda self: self[2])
 
 
+def affix(n: int) -> int:
+    """How many first (or last) letters a word of ``n`` letters must share with a misspelling
+    to be a candidate: 1 up to 4 letters, 2 for 5–6, 3 from 7. One edit (an insertion, a
+    deletion, a substitution or a swap of neighbours) never reaches both ends of a word that
+    long, so every spelling one edit away is a candidate; longer affixes keep the candidates few
+    in a vocabulary of millions (a 10M-entity world has 3.2M name words)."""
+    return 1 if n <= 4 else 2 if n <= 6 else 3
+
+
 class Speller:
     """Close spellings of a word within a vocabulary (folded words, as :func:`words` gives them):
     rapidfuzz optimal-string-alignment similarity ≥ MIN_SIMILARITY over words of length ±1 that
-    share the first letter or the last two.
+    share their first or last :func:`affix` letters with it.
 
     The vocabulary is an Arrow table (:func:`speller_table`): the words sorted, and two sorted
     keys, "length|first letter" and "length|last two letters", each with the word it stands
@@ -106,14 +115,18 @@ class Speller:
             return [word]
         if len(word) < 4 or word.isdigit():
             return []
-        found = [
-            g
-            for n in range(len(word) - 1, len(word) + 2)
-            for g in (
-                self._group(self._head, self._head_word, f"{n:04d}|{word[0]}"),
-                self._group(self._tail, self._tail_word, f"{n:04d}|{word[-2:]}"),
-            )
-        ]
+        found = []
+        for n in range(len(word) - 1, len(word) + 2):
+            h = affix(n)
+            head = self._group(self._head, self._head_word, f"{n:04d}|{word[0]}")
+            if h > 1:  # a group's ids ascend; the words sharing the first h letters are a range of ids
+                lo = bisect_left(self.words, word[:h])
+                hi = bisect_left(self.words, word[:h] + "\U0010ffff", lo)
+                head = head[np.searchsorted(head, lo) : np.searchsorted(head, hi)]
+            tail = self._group(self._tail, self._tail_word, f"{n:04d}|{word[-2:]}")
+            if h > 2 and len(tail):
+                tail = tail[pc.ends_with(self.words.arr.take(pa.array(tail)), word[-h:]).to_numpy(zero_copy_only=False)]
+            found += [head, tail]
         ids = np.sort(np.concatenate(found))
         ids = ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else ids  # (np.unique hashes: slower here)
         pool = self.words.take(ids)  # sorted, as the words are
