@@ -116,12 +116,15 @@ class Speller:
         if len(word) < 4 or word.isdigit():
             return []
         found = []
+        prefixed: dict[int, tuple[int, int]] = {}  # h -> ids of the words starting with word[:h]
         for n in range(len(word) - 1, len(word) + 2):
             h = affix(n)
             head = self._group(self._head, self._head_word, f"{n:04d}|{word[0]}")
             if h > 1:  # a group's ids ascend; the words sharing the first h letters are a range of ids
-                lo = bisect_left(self.words, word[:h])
-                hi = bisect_left(self.words, word[:h] + "\U0010ffff", lo)
+                if h not in prefixed:
+                    lo = bisect_left(self.words, word[:h])
+                    prefixed[h] = lo, bisect_left(self.words, word[:h] + "\U0010ffff", lo)
+                lo, hi = prefixed[h]
                 head = head[np.searchsorted(head, lo) : np.searchsorted(head, hi)]
             tail = self._group(self._tail, self._tail_word, f"{n:04d}|{word[-2:]}")
             if h > 2 and len(tail):
