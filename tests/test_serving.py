@@ -11,6 +11,7 @@ import shutil
 from dataclasses import fields
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
@@ -214,3 +215,41 @@ def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):
     (d / "lexicon" / "post_row.npy").write_bytes(b"garbage")
     with pytest.raises(WebError, match="unreadable"):
         load_world(d).web  # noqa: B018
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_strings_bisect_by_prefix_keys_as_bisect_does(seed):
+    """The 8-byte-key search of a sorted column against ``bisect`` itself: words sharing long
+    prefixes, shorter than 8 bytes, empty, multi-byte (é, 𝔄, U+10FFFF), over chunked,
+    sliced and large_string columns, at every ``lo``."""
+    import bisect
+
+    from fictionworld.web.arrow import Strings
+
+    rng = np.random.default_rng(seed)
+    alphabet = ["a", "b", "z", "é", "𝔄", "\U0010ffff", "0"]
+    stems = ["", "a", "abcdefg", "abcdefgh", "abcdefghij", "zz", "éé", "𝔄a"]
+    vocab = sorted(
+        {str(rng.choice(stems)) + "".join(rng.choice(alphabet, int(rng.integers(0, 5)))) for _ in range(300)}
+    )
+    probes = (
+        vocab
+        + [w + "a" for w in vocab[:50]]
+        + [w[:-1] for w in vocab[:50]]
+        + ["", "\U0010ffff" * 3, "abcdefgh\U0010ffff"]
+    )
+    cut = int(rng.integers(0, len(vocab)))
+    columns = [
+        pa.array(vocab, pa.string()),
+        pa.array(vocab, pa.large_string()),
+        pa.chunked_array([pa.array(vocab[:cut], pa.string()), pa.array(vocab[cut:], pa.string())]),
+        pa.array(["pad"] * 7 + vocab, pa.string()).slice(7),
+    ]
+    for column in columns:
+        s = Strings(column)
+        for x in probes:
+            lo = int(rng.integers(0, len(vocab) + 1))
+            assert s.bisect_left(x) == bisect.bisect_left(vocab, x), x
+            assert s.bisect_right(x) == bisect.bisect_right(vocab, x), x
+            assert s.bisect_left(x, lo) == bisect.bisect_left(vocab, x, lo), (x, lo)
+            assert s.bisect_right(x, lo, len(vocab)) == bisect.bisect_right(vocab, x, lo), (x, lo)

@@ -15,9 +15,11 @@ import pytest
 
 import fictionworld as fw
 from fictionworld.spec import default_spec
+from fictionworld.web.pages import url_order
 from fictionworld.web.shards import BUILD_DIR, BuildError, build_world, plan_shards
-from fictionworld.web.urls import unique_urls
+from fictionworld.web.urls import unique_urls, with_urls
 
+SEED = 4  # a world with URL clashes: the join renames pages and orders the new URLs
 QUERIES = ("festival", "river city", "people born in", "Films released in 1998", "company founded", "award 2004")
 
 
@@ -44,15 +46,16 @@ def fingerprint(path: Path) -> dict:
 def reference(tmp_path_factory):
     """The world built in one process, one shard."""
     path = tmp_path_factory.mktemp("ref") / "w"
-    summary = build_world(small_spec(), 5, path, workers=1, shards=1)
+    summary = build_world(small_spec(), SEED, path, workers=1, shards=1)
     assert summary["shards"] == 1 and not summary["violations"]
+    assert summary["renamed_urls"] > 0  # the join's rename path (URL order included) is exercised
     return path, fingerprint(path)
 
 
 @pytest.mark.parametrize(("workers", "shards"), [(1, 2), (2, 2), (2, 4), (2, 7)])
 def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_path, workers, shards):
     path = tmp_path / "w"
-    summary = build_world(small_spec(), 5, path, workers=workers, shards=shards)
+    summary = build_world(small_spec(), SEED, path, workers=workers, shards=shards)
     assert summary["shards"] == shards
     got, want = fingerprint(path), reference[1]
     assert got["hash"] == want["hash"] == got["manifest"]
@@ -65,7 +68,7 @@ def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_p
 def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_path):
     from generators import generate_world
 
-    world = generate_world(small_spec(), 5)
+    world = generate_world(small_spec(), SEED)
     loaded = fw.World.load(reference[0])
     assert world.web.pages.table.equals(loaded.web.pages.table)
     assert [[(r.url, round(r.score, 4)) for r in world.search(q, k=10)] for q in QUERIES] == reference[1]["results"]
@@ -77,7 +80,7 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
     path = tmp_path_factory.mktemp("sharded") / "s"
-    build_world(small_spec(), 5, path, workers=2, shards=5)
+    build_world(small_spec(), SEED, path, workers=2, shards=5)
     return path
 
 
@@ -157,7 +160,7 @@ def test_a_two_node_ray_cluster_builds_the_same_world(reference, tmp_path):
     try:
         ray.init(address=cluster.address)
         path = tmp_path / "w"
-        summary = build_world(small_spec(), 5, path, use_ray=True, address=cluster.address, shards=6)
+        summary = build_world(small_spec(), SEED, path, use_ray=True, address=cluster.address, shards=6)
         assert len(summary["nodes"]) == 2, summary["nodes"]  # both nodes ran tasks, writing to the shared directory
         assert fingerprint(path) == reference[1]
     finally:
@@ -303,8 +306,14 @@ def test_url_clashes_follow_the_rule_on_generated_cases():
                 kinds[int(rng.choice([i for i, x in enumerate(urls) if x == u]))] = "article"
         got = unique_urls(pa.array(urls), pa.array(kinds))
         assert got == _unique_urls_by_hand(urls, kinds), (urls, kinds)
+        # the same clashes found as neighbours in URL order, over chunks as a join reads them
+        cut = int(rng.integers(0, n + 1))
+        chunked = pa.chunked_array([pa.array(urls[:cut], pa.string()), pa.array(urls[cut:], pa.string())])
+        assert unique_urls(chunked, pa.array(kinds), order=url_order(chunked)) == got
         final = [got.get(i, u) for i, u in enumerate(urls)]
         assert len(set(final)) == n
+        parts = [pa.table({"url": chunked.slice(0, cut)}), pa.table({"url": chunked.slice(cut)})]
+        assert [u for t, at in zip(parts, (0, cut)) for u in with_urls(t, got, at).column("url").to_pylist()] == final
 
 
 def test_plan_shards_cuts_whole_blocks_evenly():

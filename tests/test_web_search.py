@@ -195,3 +195,82 @@ def test_the_index_finds_exact_titles_as_a_table_of_all_titles_would(world):
     assert shared
     for q in titles + variants + shared + ["no such title anywhere", "", "   ", "–"]:
         assert web.index.exact_titles(q) == table.get(fold_phrase(q), []), q
+
+
+def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world):
+    """The search that scores common clauses only where they can change the top n, against
+    one unpruned query of every clause (rare and common as two sub-queries, so that each page's
+    score is summed the same way): same pages, same scores, float for float, at every depth;
+    both ways out of the pruned search (the bound met, the common-only pages merged) occur."""
+    import tantivy as T
+
+    from fictionworld.web.index import COMMON_CLAUSE, COMMON_SHARE, TITLE_BOOST
+
+    ix = world.web.index
+    n_docs = ix.num_docs
+    searcher, schema = ix.searcher, ix.schema
+
+    def clause(field, tok):
+        q = T.Query.term_query(schema, field, tok, "freq")
+        return T.Query.boost_query(q, TITLE_BOOST) if field == "title" else q
+
+    def unpruned(tokens, n):
+        tokens = list(dict.fromkeys(tokens))
+        if len(tokens) > 1:
+            tokens = [x for x in tokens if ix.doc_freq(x) <= COMMON_SHARE * n_docs] or tokens
+        clauses = [(f, t) for t in tokens for f in ("title", "body")]
+        common = [c for c in clauses if searcher.doc_freq(*c) > COMMON_CLAUSE * n_docs]
+        groups = [g for g in ([c for c in clauses if c not in common], common) if g]
+        union = lambda cs: T.Query.boolean_query([(T.Occur.Should, clause(*c)) for c in cs])  # noqa: E731
+        query = union(groups[0]) if len(groups) == 1 else T.Query.boolean_query(
+            [(T.Occur.Should, union(g)) for g in groups]
+        )  # fmt: skip
+        hits = searcher.search(query, limit=n, count=False).hits
+        scores = np.array([h[0] for h in hits], np.float32)
+        pids = np.array(searcher.fast_field_values("pid", [h[1] for h in hits]), np.int64)
+        order = np.lexsort((pids, -np.round(scores, 4)))
+        return pids[order], scores[order]
+
+    words = sorted({t for title in world.web.pages.titles for t in ix.analyze(title)})
+    df = np.array([ix.doc_freq(w) for w in words])
+    common = [w for w, d in zip(words, df) if d > 2 * COMMON_CLAUSE * n_docs]
+    rare = [w for w, d in zip(words, df) if 0 < d <= COMMON_CLAUSE * n_docs]
+    assert len(common) > 20 and len(rare) > 100
+    common_set = set(common)
+    calls, bounds = [], []  # the searches a query made (not those finding a bound), bounds asked
+    real_top, real_bound = ix._top, ix._bound
+
+    def top(query, n):
+        if not bounds or bounds[-1] != "finding":
+            calls.append(n)
+        return real_top(query, n)
+
+    def bound(clauses):
+        bounds.append("finding")
+        value = real_bound(clauses)
+        bounds[-1] = value
+        return value
+
+    ix._top, ix._bound = top, bound
+    rng = np.random.default_rng(11)
+    ways = {"one query": 0, "bound met": 0, "merged": 0}
+    try:
+        for i in range(600):
+            tokens = [str(x) for x in rng.choice(rare, int(rng.integers(1, 3)))]
+            if i % 2:  # common words of a page holding the rare one: that page ranks high on both
+                held = ix.analyze(world.web.pages.text(int(ix.search(tokens[:1], 1)[0][0])))
+                held = sorted({w for w in held if w in common_set})
+                tokens += [str(x) for x in rng.choice(held, min(len(held), int(rng.integers(1, 3))), replace=False)]
+            else:
+                tokens += [str(x) for x in rng.choice(common, int(rng.integers(0, 3)))]
+            tokens = [tokens[i] for i in rng.permutation(len(tokens))]
+            n = int(rng.choice([1, 3, 10, 50, 200]))
+            calls.clear()
+            bounds.clear()
+            got = ix.search(tokens, n)
+            want = unpruned(tokens, n)
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (tokens, n)
+            ways["merged" if len(calls) == 2 else "bound met" if bounds else "one query"] += 1
+    finally:
+        ix._top, ix._bound = real_top, real_bound
+    assert min(ways.values()) > 20, ways

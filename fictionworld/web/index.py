@@ -18,12 +18,15 @@ import numpy as np
 
 from fictionworld.folding import fold_phrase
 
-__all__ = ["SearchBackend", "TantivyIndex", "TITLE_BOOST", "COMMON_SHARE", "PID_RUNS"]
+__all__ = ["SearchBackend", "TantivyIndex", "TITLE_BOOST", "COMMON_SHARE", "COMMON_CLAUSE", "PID_RUNS"]
 
 TITLE_BOOST = 3.0
 # A query word in more than this share of pages is dropped when rarer words remain: it would
 # match most of the index and cost most of the time, yet barely changes the ranking.
 COMMON_SHARE = 0.1
+# A clause (a word in the title or body field) on more than this share of pages is scored only
+# where it can change the top n (:meth:`TantivyIndex.search`); the answer stays exact.
+COMMON_CLAUSE = 0.005
 # Which page each document of each segment is, as runs (first doc, first page id, length),
 # written beside ``meta.json`` when an index is built: a hit's page id is then arithmetic on
 # its (segment, doc) address. Reading the ``pid`` fast field instead costs a call into tantivy
@@ -99,7 +102,8 @@ class TantivyIndex:
         self.schema = self.index.schema
         self.searcher = self.index.searcher()
         self.num_docs = self.searcher.num_docs
-        self._df: dict[str, int] = {}
+        self._df: dict[str, int] = {}  # document frequency per clause ("title:tok", "body:tok")
+        self._max: dict[str, float] = {}  # a common clause's best score over the index
         self._runs = _open_runs(self.searcher, path) if path is not None else None
 
     @classmethod
@@ -151,13 +155,7 @@ class TantivyIndex:
         return self._analyzer.analyze(text)
 
     def doc_freq(self, token: str) -> int:
-        df = self._df.get(token)
-        if df is None:
-            df = self.searcher.doc_freq("body", token) + self.searcher.doc_freq("title", token)
-            if len(self._df) > 100_000:
-                self._df.clear()
-            self._df[token] = df
-        return df
+        return self._field_df("body", token) + self._field_df("title", token)
 
     def exact_titles(self, title: str, n: int = 10_000) -> list[int]:
         """Ids (ascending) of the pages titled ``title``, case, accents and spacing aside."""
@@ -178,6 +176,19 @@ class TantivyIndex:
         )
 
     def search(self, tokens: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 over the title (boosted) and body clauses of ``tokens``: best ``n`` page ids and
+        scores, best first, ties by page id.
+
+        Clauses on over ``COMMON_CLAUSE`` of the pages (the body clause of "born", "film",
+        "founded") would cost most of the time. So the pages holding a rarer clause are ranked
+        first, their common clauses added to their score. A page with common clauses only
+        scores at most the sum of those clauses' best scores (found once per clause, cached):
+        when the n-th page already beats that bound, the answer is final. Else the pages with
+        common clauses only are ranked too, by a plain union that tantivy prunes by block,
+        and the two lists are merged. The result is the exact top ``n`` of the whole query
+        (``tests/test_web_search.py`` compares it with one unpruned query): a page scores
+        (rare clauses) + (common clauses) either way, and tantivy keeps the lowest document of
+        tied scores in each list."""
         t = self._t
         tokens = list(dict.fromkeys(tokens))
         if len(tokens) > 1:
@@ -185,20 +196,65 @@ class TantivyIndex:
             tokens = rare or tokens
         if not tokens or n <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        should = t.Occur.Should
-        clauses = []
-        for tok in tokens:
-            clauses.append(
-                (should, t.Query.boost_query(t.Query.term_query(self.schema, "title", tok, "freq"), TITLE_BOOST))
-            )
-            clauses.append((should, t.Query.term_query(self.schema, "body", tok, "freq")))
-        hits = self.searcher.search(t.Query.boolean_query(clauses), limit=n, count=False).hits
+        clauses = [(field, tok) for tok in tokens for field in ("title", "body")]
+        common = [c for c in clauses if self._field_df(*c) > COMMON_CLAUSE * self.num_docs]
+        rare = [c for c in clauses if c not in common]
+        if not common or not rare:
+            hits = self._top(self._union(clauses), n)
+        else:
+            must, should = t.Occur.Must, t.Occur.Should
+            either = self._union(rare), self._union(common)
+            hits = self._top(t.Query.boolean_query([(must, either[0]), (should, either[1])]), n)
+            if len(hits) < n or hits[-1][0] <= self._bound(common):
+                # The best n pages by the common clauses alone (a plain union, which tantivy
+                # prunes by block), less those already in ``hits``. Enough: each page dropped
+                # outranks every common-only page below the n; a page with a rare clause not in
+                # ``hits`` scores below the n-th of ``hits`` (its common part lower still).
+                mine = {(h[1].segment_ord, h[1].doc) for h in hits}
+                more = self._top(either[1], n)
+                hits += [h for h in more if (h[1].segment_ord, h[1].doc) not in mine]
         if not hits:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         scores = np.array([h[0] for h in hits], np.float32)
         pids = self._pids([h[1] for h in hits])
+        best = np.lexsort((pids, -scores))[:n]  # (a merge of two lists keeps the best n)
+        pids, scores = pids[best], scores[best]
         order = np.lexsort((pids, -np.round(scores, 4)))
         return pids[order], scores[order]
+
+    def _clause(self, field: str, token: str):
+        q = self._t.Query.term_query(self.schema, field, token, "freq")
+        return self._t.Query.boost_query(q, TITLE_BOOST) if field == "title" else q
+
+    def _union(self, clauses: list[tuple[str, str]]):
+        should = self._t.Occur.Should
+        return self._t.Query.boolean_query([(should, self._clause(*c)) for c in clauses])
+
+    def _top(self, query, n: int) -> list:
+        """The best ``n`` (score, address) of ``query``, best first (ties: lowest address)."""
+        return self.searcher.search(query, limit=n, count=False).hits
+
+    def _field_df(self, field: str, token: str) -> int:
+        key = f"{field}:{token}"
+        df = self._df.get(key)
+        if df is None:
+            if len(self._df) > 200_000:
+                self._df.clear()
+            df = self._df[key] = self.searcher.doc_freq(field, token)
+        return df
+
+    def _bound(self, clauses: list[tuple[str, str]]) -> float:
+        """Above the score of any page that holds only ``clauses``: the sum of each clause's
+        best score over the index (cached), widened for float32 rounding."""
+        total = 0.0
+        for c in clauses:
+            key = f"{c[0]}:{c[1]}"
+            best = self._max.get(key)
+            if best is None:
+                top = self._top(self._clause(*c), 1)
+                best = self._max[key] = float(top[0][0]) if top else 0.0
+            total += best
+        return total * (1 + 1e-5) + 1e-5
 
 
 def _segments(path: Path) -> list[tuple[str, int]]:

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -42,16 +43,23 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     urls, kinds, titles = (
         pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(3)
     )
-    renamed = unique_urls(urls, kinds)
+    order = url_order(urls)  # finds the clashes, and is the final order unless one is renamed
+    renamed = unique_urls(urls, kinds, order)
     directories = list_titles(kinds, titles)
-    del cols, urls, kinds, titles
-    pages_tmp = build / "pages.arrow"
-    offset = _write_pages(files, renamed, pages_tmp)
-    order = url_order(read_arrow(pages_tmp).column("url"))
-    np.save(build / "pages.url-order.npy", order)
     manifest = json.loads((graph / "manifest.json").read_text())
     lexicon = build / "lexicon"
-    finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), directories), manifest["world_hash"])
+    pages_tmp = build / "pages.arrow"
+
+    def beside_the_copy(urls: pa.ChunkedArray) -> np.ndarray:
+        finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), directories), manifest["world_hash"])
+        return url_order(with_urls(pa.table({"url": urls}), renamed).column("url")) if renamed else order
+
+    with ThreadPoolExecutor(1) as beside:  # the speller and the URL order while the pages are copied
+        done = beside.submit(beside_the_copy, urls)
+        del cols, urls, kinds, titles  # (the mapped columns go as soon as the order is made)
+        offset = _write_pages(files, renamed, pages_tmp)
+        order = done.result()
+    np.save(build / "pages.url-order.npy", order)
     say("joining shards", 1, 3)
     index = build / "index.joined"
     _join_indexes([build / "index" / f"shard-{s:05d}" for s in shards], index)

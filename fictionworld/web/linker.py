@@ -16,7 +16,6 @@ Narrow first, then re-rank a few with rapidfuzz (scanning every name per query w
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -101,12 +100,12 @@ class Speller:
 
     def id(self, word: str) -> int:
         """The word's position in the sorted vocabulary, -1 if it is not there."""
-        i = bisect_left(self.words, word)
+        i = self.words.bisect_left(word)
         return i if i < len(self.words) and self.words[i] == word else -1
 
     def _group(self, keys: Strings, perm: np.ndarray, key: str) -> np.ndarray:
-        lo = bisect_left(keys, key)
-        return perm[lo : bisect_right(keys, key, lo)]
+        lo = keys.bisect_left(key)
+        return perm[lo : keys.bisect_right(key, lo)]
 
     def correct(self, word: str) -> list[str]:
         """``[word]`` if known, else the closest spellings (ties all kept), else ``[]``; words of
@@ -122,8 +121,8 @@ class Speller:
             head = self._group(self._head, self._head_word, f"{n:04d}|{word[0]}")
             if h > 1:  # a group's ids ascend; the words sharing the first h letters are a range of ids
                 if h not in prefixed:
-                    lo = bisect_left(self.words, word[:h])
-                    prefixed[h] = lo, bisect_left(self.words, word[:h] + "\U0010ffff", lo)
+                    lo = self.words.bisect_left(word[:h])
+                    prefixed[h] = lo, self.words.bisect_left(word[:h] + "\U0010ffff", lo)
                 lo, hi = prefixed[h]
                 head = head[np.searchsorted(head, lo) : np.searchsorted(head, hi)]
             tail = self._group(self._tail, self._tail_word, f"{n:04d}|{word[-2:]}")

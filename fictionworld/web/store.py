@@ -23,7 +23,6 @@ rendered in one process and one rendered by a hundred workers are the same web.
 from __future__ import annotations
 
 import json
-from bisect import bisect_left
 from pathlib import Path
 
 import numpy as np
@@ -121,7 +120,7 @@ class RenderStore:
 
     def is_name(self, text: str) -> bool:
         """Whether ``text`` is the name of an entity (binary search over the sorted names)."""
-        i = bisect_left(self._names, text)
+        i = self._names.bisect_left(text)
         return i < len(self._names) and self._names[i] == text
 
 
