@@ -102,8 +102,8 @@ class TantivyIndex:
         self.schema = self.index.schema
         self.searcher = self.index.searcher()
         self.num_docs = self.searcher.num_docs
-        self._df: dict[str, int] = {}  # document frequency per clause ("title:tok", "body:tok")
-        self._max: dict[str, float] = {}  # a common clause's best score over the index
+        self._df: dict[tuple[str, str], int] = {}  # document frequency per clause (field, token)
+        self._max: dict[tuple[str, str], float] = {}  # a common clause's best score over the index
         self._runs = _open_runs(self.searcher, path) if path is not None else None
 
     @classmethod
@@ -235,12 +235,11 @@ class TantivyIndex:
         return self.searcher.search(query, limit=n, count=False).hits
 
     def _field_df(self, field: str, token: str) -> int:
-        key = f"{field}:{token}"
-        df = self._df.get(key)
+        df = self._df.get((field, token))
         if df is None:
             if len(self._df) > 200_000:
                 self._df.clear()
-            df = self._df[key] = self.searcher.doc_freq(field, token)
+            df = self._df[field, token] = self.searcher.doc_freq(field, token)
         return df
 
     def _bound(self, clauses: list[tuple[str, str]]) -> float:
@@ -248,11 +247,10 @@ class TantivyIndex:
         best score over the index (cached), widened for float32 rounding."""
         total = 0.0
         for c in clauses:
-            key = f"{c[0]}:{c[1]}"
-            best = self._max.get(key)
+            best = self._max.get(c)
             if best is None:
                 top = self._top(self._clause(*c), 1)
-                best = self._max[key] = float(top[0][0]) if top else 0.0
+                best = self._max[c] = float(top[0][0]) if top else 0.0
             total += best
         return total * (1 + 1e-5) + 1e-5
 
