@@ -111,6 +111,72 @@ def test_a_link_whose_name_has_a_full_stop_is_never_cut():
     assert "Magdolna R. Vexo, who" in make_snippet(own, "Arlo Minn painter", leak=True)  # not cut at the initial
 
 
+# The sentence rule as first written: one regex, split in full, every sentence scored.
+_PLAIN_BREAK = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?![^\[\]\n]*\]\()\s+|\n+")
+
+
+def _plain_excerpt(text: str, stems) -> list[str]:
+    from fictionworld.web.model import MAX_SENTENCES, SNIPPET_CHARS
+
+    pieces = _PLAIN_BREAK.split(text, maxsplit=MAX_SENTENCES)
+    sentences = [s for s in pieces if s.strip() and not s.startswith("#")]
+    if not sentences:
+        return []
+    scores = [sum(x in s.lower() for x in stems) for s in sentences]
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    picked, size = [], 0
+    for s in sentences[best:]:
+        picked.append(s)
+        size += len(s)
+        if size >= SNIPPET_CHARS // 2:
+            break
+    return picked
+
+
+def _generated_text(rng) -> str:
+    """Sentences made to sit on the rule's edges: initials, names with a stop inside links,
+    headings, blank and odd whitespace, final sigmas next to breaks, letters that lowercase to
+    two, and texts past the sentence limit."""
+    words = ["Ana", "bell", "R.", "St.", "Dr.", "ΟΔΥΣΣΕΥΣ", "ΑΣ", "İstanbul", "ßtraße", "Vexo", "1998",
+             "festival", "born", "[St. Ovar](https://x.org/wiki/St._Ovar)", "[Magdolna R. Vexo](https://x.org/M)",
+             "[a](b)", "]", "[", "(", "x.y", "Q.", "end!", "why?", "e.g.", "A.B.", "ok.", "Σ", "σ", "ς"]  # fmt: skip
+    gaps = [" ", " ", " ", "  ", "\n", "\n\n", " \n ", "\t", "\u00a0", "\u2003", "\x1c", "\r\n", "\n# Heading\n"]
+    stops = ["", "", "", ".", "!", "?", ". ", ".\n", "…"]
+    out = []
+    for _ in range(int(rng.integers(0, 3 if rng.random() < 0.1 else 120))):
+        out.append(str(rng.choice(words)) + str(rng.choice(stops)) + str(rng.choice(gaps)))
+    return "".join(out)
+
+
+def test_snippet_sentences_are_cut_and_picked_as_the_plain_rule_does(world):
+    """Sentences are found by a regex that starts with the whitespace it cuts, and read only as
+    far as a pick needs: the excerpt is the one the plain rule (one regex split in full, every
+    sentence scored) gives, on generated edge cases and on every page of a world."""
+    from fictionworld.web.model import _BREAK, _SPACES, MAX_SENTENCES, SCAN_CHARS, _excerpt, query_stems
+
+    rng = np.random.default_rng(3)
+    cases = [("", "Ana"), ("   \n\n ", "Ana"), ("# Only a heading", "heading"), ("ΑΣ. Β", "ας")]
+    for _ in range(3000):
+        text = _generated_text(rng)
+        ws = words(text)
+        query = " ".join(str(w) for w in rng.choice(ws, min(len(ws), int(rng.integers(1, 4))))) if ws else "x"
+        cases.append((text, query if rng.random() < 0.8 else "nothing matches here"))
+    pages = world.web.pages
+    for row in range(0, len(pages), 3):
+        text = pages.text(row)
+        cases.append((text, pages.titles[(row * 7919) % len(pages)] + " born"))
+        cases.append((text, pages.titles[row]))
+    long = sum(len(_PLAIN_BREAK.split(t[:SCAN_CHARS])) > MAX_SENTENCES + 1 for t, _ in cases)
+    sigma = sum("Σ" in t for t, _ in cases)
+    assert long > 100 and sigma > 1000, (long, sigma)
+    for text, query in cases:
+        text = text[:SCAN_CHARS]
+        assert _BREAK.split(text) == _PLAIN_BREAK.split(text), text
+        stems = query_stems(query)
+        assert _excerpt(text, stems) == _plain_excerpt(text, stems), (text, query)
+        assert _SPACES.sub(" ", text) == re.sub(r"\s+", " ", text)  # runs to one space, single spaces kept
+
+
 def test_search_snippets_keep_numbered_names(world):
     results = world.web.search("Vesalena Exhibition 1998", 4)
     assert results[0].title == "Vesalena Exhibition 1998"

@@ -253,3 +253,15 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed):
             assert s.bisect_right(x) == bisect.bisect_right(vocab, x), x
             assert s.bisect_left(x, lo) == bisect.bisect_left(vocab, x, lo), (x, lo)
             assert s.bisect_right(x, lo, len(vocab)) == bisect.bisect_right(vocab, x, lo), (x, lo)
+
+
+def test_the_linkers_membership_test_is_isin():
+    """``_among`` (a comparison per id for the few words of a query) against ``np.isin``."""
+    from fictionworld.web.linker import _among
+
+    rng = np.random.default_rng(0)
+    for size in (0, 1, 5, 300):
+        for count in (0, 1, 3, 16, 17, 40):
+            values = rng.integers(0, 50, size).astype(np.int32)
+            ids = rng.integers(0, 60, count).tolist()
+            assert np.array_equal(_among(values, ids), np.isin(values, ids)), (size, count)

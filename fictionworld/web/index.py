@@ -104,6 +104,7 @@ class TantivyIndex:
         self.num_docs = self.searcher.num_docs
         self._df: dict[tuple[str, str], int] = {}  # document frequency per clause (field, token)
         self._max: dict[tuple[str, str], float] = {}  # a common clause's best score over the index
+        self._common_top: dict[tuple, list] = {}  # the best n of a set of common clauses alone
         self._runs = _open_runs(self.searcher, path) if path is not None else None
 
     @classmethod
@@ -211,7 +212,7 @@ class TantivyIndex:
                 # outranks every common-only page below the n; a page with a rare clause not in
                 # ``hits`` scores below the n-th of ``hits`` (its common part lower still).
                 mine = {(h[1].segment_ord, h[1].doc) for h in hits}
-                more = self._top(either[1], n)
+                more = self._common_best(common, either[1], n)
                 hits += [h for h in more if (h[1].segment_ord, h[1].doc) not in mine]
         if not hits:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -233,6 +234,17 @@ class TantivyIndex:
     def _top(self, query, n: int) -> list:
         """The best ``n`` (score, address) of ``query``, best first (ties: lowest address)."""
         return self.searcher.search(query, limit=n, count=False).hits
+
+    def _common_best(self, common: list[tuple[str, str]], query, n: int) -> list:
+        """``_top(query, n)`` of the union of ``common``, cached: the same common words ("born",
+        "released", "directed") come back query after query, and their union is the costly part."""
+        key = (*common, n)
+        top = self._common_top.get(key)
+        if top is None:
+            if len(self._common_top) >= 4_096:
+                self._common_top.clear()
+            top = self._common_top[key] = self._top(query, n)
+        return top
 
     def _field_df(self, field: str, token: str) -> int:
         df = self._df.get((field, token))

@@ -291,7 +291,7 @@ class EntityLinker:
         forms, owner = self._entity_forms[at], cands[cand_of_form]
         start = self._form_start[forms]
         form_of_word, at = runs(start, self._form_start[forms + 1] - start)
-        missing = np.bincount(form_of_word[~np.isin(self._form_words[at], list(matched))], minlength=len(forms))
+        missing = np.bincount(form_of_word[~_among(self._form_words[at], list(matched))], minlength=len(forms))
         best: dict[int, float] = {}
         for f, row in zip(forms[missing == 0].tolist(), owner[missing == 0].tolist()):
             form = self._form_words[self._form_start[f] : self._form_start[f + 1]].tolist()
@@ -301,3 +301,14 @@ class EntityLinker:
             (Link(row, score, tuple(corrected)) for row, score in best.items()), key=lambda x: (-x.score, x.row)
         )
         return out[:limit]
+
+
+def _among(values: np.ndarray, ids: list[int]) -> np.ndarray:
+    """``np.isin(values, ids)``; for a few ids (the words of a query) one comparison each,
+    without the sort ``isin`` sets up for every call."""
+    if len(ids) > 16:
+        return np.isin(values, ids)
+    hit = np.zeros(len(values), bool)
+    for i in ids:
+        hit |= values == i
+    return hit

@@ -24,9 +24,14 @@ __all__ = ["Hit", "WorldModel", "TemplateWorldModel", "make_snippet", "query_ste
 SNIPPET_CHARS = 240
 MAX_SENTENCES = 40  # snippets come from the first sentences of long pages
 SCAN_CHARS = 4_000
-# Sentence ends, but never after an initial or inside a link's name: "Magdolna R. Vexo" and
-# "[St. Ovar](…)" are names, and a snippet cut there shows half of one (a namesake to a reader).
-_SENTENCES = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?![^\[\]\n]*\]\()\s+|\n+")
+# Sentence breaks: whitespace after "." "!" or "?", or a run of line breaks; but never after an
+# initial or inside a link's name: "Magdolna R. Vexo" and "[St. Ovar](…)" are names, and a snippet
+# cut there shows half of one (a namesake to a reader). The stop stays with its sentence. Written
+# to start with the whitespace it cuts, so the regex engine skips ahead to the next whitespace
+# character instead of trying every position: the lookarounds look back over that one character.
+# It splits exactly where r"(?<=[.!?])(?<!\b[A-Z]\.)(?![^\[\]\n]*\]\()\s+|\n+" does (tested).
+_BREAK = re.compile(r"\s(?:(?<=[.!?]\s)(?<!\b[A-Z]\.\s)(?:(?<=\n)|(?![^\[\]\n]*\]\())\s*|(?<=\n)\n*)")
+_SPACES = re.compile(r"\s{2,}|[^\S ]")  # as r"\s+" to " ", without replacing every single space
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{1,4}\b"
@@ -63,6 +68,49 @@ def query_stems(query: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in words(query))
 
 
+def _sentences(text: str):
+    """The sentences of ``text`` in order, as ``_BREAK.split(text, maxsplit=MAX_SENTENCES)``
+    cuts it, less blank pieces and headings; one at a time, so a caller may stop early."""
+    pos = 0
+    for i, m in enumerate(_BREAK.finditer(text)):
+        if i == MAX_SENTENCES:
+            break
+        if pos < m.start() and not text[pos : m.start()].isspace() and text[pos] != "#":
+            yield text[pos : m.start()]
+        pos = m.end()
+    if pos < len(text) and not text[pos:].isspace() and text[pos] != "#":
+        yield text[pos:]
+
+
+def _excerpt(text: str, stems: frozenset[str]) -> list[str]:
+    """The sentence holding the most of ``stems`` (each counted once, as a substring of the
+    lowercased sentence: cheap, and good enough to pick one; the first of equals), and the
+    sentences after it up to half a snippet. Sentences are read only as far as needed: once one
+    holds every stem that is anywhere in the text, no later one can beat it."""
+    # A stem in no part of the lowercased text is in no sentence: lowercasing maps code point by
+    # code point, but for a final sigma, which looks at the letters around it, and sentences
+    # end at whitespace, where that look stops too.
+    low = text.lower()
+    present = [x for x in stems if x in low]
+    seen: list[str] = []
+    best, most = 0, -1
+    for s in _sentences(text):
+        seen.append(s)
+        if most < len(present):
+            score = sum(x in s.lower() for x in present) if present else 0
+            if score > most:
+                best, most = len(seen) - 1, score
+        elif sum(map(len, seen[best:])) >= SNIPPET_CHARS // 2:
+            break
+    picked, size = [], 0
+    for s in seen[best:]:
+        picked.append(s)
+        size += len(s)
+        if size >= SNIPPET_CHARS // 2:
+            break
+    return picked
+
+
 def make_snippet(
     text: str, query: str, *, leak: bool, keep: frozenset[str] = frozenset(), names: tuple[str, ...] = (),
     stems: frozenset[str] | None = None,
@@ -73,20 +121,9 @@ def make_snippet(
     name, or one of ``names`` (the page's subject, which its text does not link). ``stems``:
     :func:`query_stems` of the query, when the caller has them."""
     q = query_stems(query) if stems is None else stems
-    sentences = [
-        s for s in _SENTENCES.split(text[:SCAN_CHARS], maxsplit=MAX_SENTENCES) if s.strip() and not s.startswith("#")
-    ]
-    if not sentences:
+    picked = _excerpt(text[:SCAN_CHARS], q)
+    if not picked:
         return ""
-    # word stems as substrings of the lowercased sentence: cheap, and good enough to pick one
-    scores = [sum(x in low for x in q) for low in (s.lower() for s in sentences)]
-    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
-    picked, size = [], 0
-    for s in sentences[best:]:
-        picked.append(s)
-        size += len(s)
-        if size >= SNIPPET_CHARS // 2:
-            break
     out = " ".join(x if x.rstrip()[-1:] in ".!?:" else x.rstrip() + "." for x in picked)
     if not leak:
         named: list[str] = []  # names with a number the query holds, kept from the masks below
@@ -104,16 +141,18 @@ def make_snippet(
             name = m.group(1)
             return protect(name) if named_by_query(name) else MASK
 
-        out = _LINK.sub(hide, out)
+        if "[" in out:
+            out = _LINK.sub(hide, out)
         for name in names:
             if _DIGIT.search(name) and named_by_query(name):
                 out = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", lambda m: protect(m.group(0)), out)
-        out = _DATE.sub(MASK, out)
-        out = _NUMBER.sub(MASK, out)
+        if _DIGIT.search(out):  # both need a digit
+            out = _DATE.sub(MASK, out)
+            out = _NUMBER.sub(MASK, out)
         if named:
             out = _PLACEHOLDER.sub(lambda m: named[ord(m.group(1)) - _PROTECTED], out)
     out = plain_text(out).replace("- ", "").strip()
-    out = re.sub(r"\s+", " ", out)
+    out = _SPACES.sub(" ", out)
     return out if len(out) <= SNIPPET_CHARS else out[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + " " + MASK
 
 
@@ -145,7 +184,7 @@ class TemplateWorldModel:
             else:
                 snippet = make_snippet(text, query, leak=leak, names=_subject_names(web, h.page), stems=stems)
             out.append(
-                SearchResult(
+                SearchResult.model_construct(  # every field is built here, of its type: no validation
                     url=p.urls[h.page],
                     title=p.titles[h.page],
                     snippet=snippet,

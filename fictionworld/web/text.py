@@ -25,7 +25,9 @@ def date_of(days: int):
 
 def plain_text(markdown: str) -> str:
     """Markdown without link targets and emphasis: what the index reads."""
-    return _LINK.sub(r"\1", markdown).replace("**", "").replace("#", "")
+    if "[" in markdown:
+        markdown = _LINK.sub(r"\1", markdown)
+    return markdown.replace("**", "").replace("#", "")
 
 
 def a_or_an(word: str) -> str:
