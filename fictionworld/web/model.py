@@ -93,14 +93,15 @@ def _excerpt(text: str, stems: frozenset[str]) -> list[str]:
     low = text.lower()
     present = [x for x in stems if x in low]
     seen: list[str] = []
-    best, most = 0, -1
+    best, most, size = 0, -1, 0  # size: characters from the best sentence on
     for s in _sentences(text):
         seen.append(s)
+        size += len(s)
         if most < len(present):
-            score = sum(x in s.lower() for x in present) if present else 0
+            score = sum(x in s.lower() for x in present)
             if score > most:
-                best, most = len(seen) - 1, score
-        elif sum(map(len, seen[best:])) >= SNIPPET_CHARS // 2:
+                best, most, size = len(seen) - 1, score, len(s)
+        if most == len(present) and size >= SNIPPET_CHARS // 2:
             break
     picked, size = [], 0
     for s in seen[best:]:
