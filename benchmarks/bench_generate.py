@@ -125,6 +125,10 @@ print(json.dumps(dict(n=n, workers=workers, ray=use_ray, validate=validate, wall
 
 
 def full(args) -> None:
+    if args.tmp:
+        from pathlib import Path
+
+        Path(args.tmp).mkdir(parents=True, exist_ok=True)
     rows = []
     for n in args.sizes:
         by_workers = {}

@@ -106,6 +106,27 @@ def test_the_sharded_index_ranks_like_one_index_ties_included(sharded, tmp_path)
     assert ties > 100  # the comparison covered tied scores
 
 
+def test_joined_segments_are_listed_by_page_id_so_ties_go_to_the_lower_page(tmp_path):
+    """Whatever order the shards' segments come in, the joined index lists them by page id,
+    so tantivy's tie-break (the lower document address) is the lower page id."""
+    from fictionworld.web.index import TantivyIndex
+    from fictionworld.web.join import _join_indexes
+
+    docs = [("Alpha", "alpha beta gamma")] * 6  # every page scores the same for "alpha"
+    low = TantivyIndex.build(docs, tmp_path / "low", first_id=0)
+    high = TantivyIndex.build(docs, tmp_path / "high", first_id=6)
+    _join_indexes([high.path, low.path], tmp_path / "joined")
+    joined = TantivyIndex.open(tmp_path / "joined")
+    first = [json.loads((p.path / "pid-runs.json").read_text())["segments"] for p in (low, high)]
+    listed = [
+        m["segment_id"].replace("-", "")
+        for m in json.loads((tmp_path / "joined" / "meta.json").read_text())["segments"]
+    ]
+    assert listed == [next(iter(first[0])), next(iter(first[1]))]
+    pids, scores = joined.search(["alpha"], 4)
+    assert pids.tolist() == [0, 1, 2, 3] and len(set(scores.tolist())) == 1
+
+
 def _every_address(ix):
     import tantivy
 

@@ -3,7 +3,9 @@
 :class:`TantivyIndex` is the default (chosen by ``benchmarks/bench_search.py``: it builds fastest,
 opens from disk in milliseconds by memory-mapping, and meets the latency targets at 100k
 entities). Scoring is BM25 over two fields, the title boosted; ties break on the page id so the
-same query always gives the same ranking.
+same query always gives the same ranking (segments are listed by page id, so tantivy's own
+tie-break, the lower document address, agrees; README, "One index, the same ranking", gives
+the one case where tantivy's merge of segments does not keep it).
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ import numpy as np
 
 from fictionworld.folding import fold_phrase
 
-__all__ = ["SearchBackend", "TantivyIndex", "TITLE_BOOST", "COMMON_SHARE", "COMMON_CLAUSE", "PID_RUNS"]
+__all__ = [
+    "SearchBackend",
+    "TantivyIndex",
+    "TITLE_BOOST",
+    "COMMON_SHARE",
+    "COMMON_CLAUSE",
+    "PID_RUNS",
+    "order_segments",
+]
 
 TITLE_BOOST = 3.0
 # A query word in more than this share of pages is dropped when rarer words remain: it would
@@ -137,6 +147,8 @@ class TantivyIndex:
         writer.wait_merging_threads()
         index.reload()
         write_pid_runs(index.searcher(), path)
+        if order_segments(path):
+            index = tantivy.Index.open(str(path))
         return cls(index, path)
 
     @classmethod
@@ -188,8 +200,8 @@ class TantivyIndex:
         common clauses only are ranked too, by a plain union that tantivy prunes by block,
         and the two lists are merged. The result is the exact top ``n`` of the whole query
         (``tests/test_web_search.py`` compares it with one unpruned query): a page scores
-        (rare clauses) + (common clauses) either way, and tantivy keeps the lowest document of
-        tied scores in each list."""
+        (rare clauses) + (common clauses) either way, and each list keeps tied pages as one
+        query over the whole index does."""
         t = self._t
         tokens = list(dict.fromkeys(tokens))
         if len(tokens) > 1:
@@ -232,7 +244,8 @@ class TantivyIndex:
         return self._t.Query.boolean_query([(should, self._clause(*c)) for c in clauses])
 
     def _top(self, query, n: int) -> list:
-        """The best ``n`` (score, address) of ``query``, best first (ties: lowest address)."""
+        """The best ``n`` (score, address) of ``query``, best first; ties by the lowest address,
+        except among exact ties at the n-th place when three or more segments match (README)."""
         return self.searcher.search(query, limit=n, count=False).hits
 
     def _common_best(self, common: list[tuple[str, str]], query, n: int) -> list:
@@ -289,6 +302,27 @@ def write_pid_runs(searcher, path: Path, chunk: int = 1 << 20) -> None:
         lengths = np.diff(np.r_[starts, n])
         out[sid] = np.stack([starts, pids[starts], lengths], 1).tolist() if n else []
     (path / PID_RUNS).write_text(json.dumps({"segments": out}))
+
+
+def order_segments(path: Path) -> bool:
+    """List the segments in ``meta.json`` by their first page id (the order of the searcher's
+    segment ordinals), so that tantivy's tie-break, the lower document address, is the lower
+    page id wherever its merge keeps it; returns whether the order changed. Needs ``PID_RUNS``."""
+    meta = json.loads((path / "meta.json").read_text())
+    runs = json.loads((path / PID_RUNS).read_text())["segments"]
+
+    def first(m: dict) -> int:
+        r = runs[m["segment_id"].replace("-", "")]
+        return min(x[1] for x in r) if r else -1
+
+    ordered = sorted(meta["segments"], key=first)
+    if ordered == meta["segments"]:
+        return False
+    meta["segments"] = ordered
+    tmp = path / "meta.json.tmp"
+    tmp.write_text(json.dumps(meta))
+    tmp.replace(path / "meta.json")
+    return True
 
 
 def join_pid_runs(parts: list[Path], target: Path) -> None:

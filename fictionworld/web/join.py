@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fictionworld.web.arrow import read_arrow
-from fictionworld.web.index import PID_RUNS, join_pid_runs
+from fictionworld.web.index import PID_RUNS, join_pid_runs, order_segments
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
@@ -145,6 +145,7 @@ def _join_indexes(parts: list[Path], target: Path) -> None:
     (target / "meta.json").write_text(json.dumps(meta))
     if all((part / PID_RUNS).exists() for part in parts):  # (else hits read the pid fast field)
         join_pid_runs(parts, target)
+        order_segments(target)
 
 
 def _same_fs(a: Path, b: Path) -> bool:

@@ -68,6 +68,7 @@ def _world(graph: str):
 
 
 def _renderer(store: str) -> Renderer:
+    _WORLDS.clear()  # a worker that wrote the lexicon or ran the checks needs the graph no more
     r = _RENDERERS.get(store)
     if r is None:
         r = _RENDERERS[store] = Renderer(RenderStore.open(store))
@@ -168,6 +169,8 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_00
     from fictionworld.web.index import TantivyIndex
 
     t = time.process_time()
+    _WORLDS.clear()  # the index writer's heap gets the graph's memory (the renderer stays: the
+    # worker renders again next, and its store is memory-mapped)
     final = Path(index_dir)
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
     with pa.memory_map(pages_file, "r") as source:
@@ -200,7 +203,10 @@ def check_graph(graph: str, limit: int) -> tuple[list, str, float]:
     from fictionworld.check import check_world
 
     t = time.process_time()
-    return check_world(_world(graph), limit_per_kind=limit), _node(), time.process_time() - t
+    _RENDERERS.clear()  # the checks hold the fact columns; a renderer's caches go first
+    found = check_world(_world(graph), limit_per_kind=limit)
+    _WORLDS.pop(graph, None)
+    return found, _node(), time.process_time() - t
 
 
 # -- the driver -------------------------------------------------------------------------------
