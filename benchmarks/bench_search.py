@@ -146,16 +146,14 @@ if sys.argv[3] == "1":
     import numpy as np, psutil
     web = world.web
     names = web.lexicon.names if web.lexicon is not None else world.entities.name
-    rng = np.random.default_rng(0)
     n = len(names)
-    def typo(s):
+    def typo(s, rng):
         w = s.split(" "); i = max(range(len(w)), key=lambda k: len(w[k])); x = w[i]
         if len(x) > 4: j = int(rng.integers(1, len(x) - 2)); w[i] = x[:j] + x[j + 1] + x[j] + x[j + 2:]
         return " ".join(w)
     lists = np.flatnonzero(web.pages.kind == "list")
     extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
     def make_queries(seed):
-        global rng
         rng = np.random.default_rng(seed)
         queries = []
         for r in rng.choice(n, 1200, replace=False).tolist():
@@ -163,7 +161,7 @@ if sys.argv[3] == "1":
             name = names[r]
             if kind == 0: queries.append(name)
             elif kind in (1, 2): queries.append(f"{name} {extra[int(rng.integers(len(extra)))]}")
-            elif kind == 3: queries.append(typo(name))
+            elif kind == 3: queries.append(typo(name, rng))
             elif kind == 4: queries.append(web.pages.titles[int(rng.choice(lists))].lower())
             else: queries.append(f"who {['founded', 'directed', 'wrote', 'won'][len(queries) % 4]} {name}")
         return queries
@@ -181,7 +179,7 @@ if sys.argv[3] == "1":
     out["by_kind"] = {k: lat(lambda q: world.search(q, k=10), queries[i::6]) for i, k in enumerate(
         ["name", "name+word", "name+word ", "typo", "directory", "who ... name"])}
     out["retrieval"] = lat(lambda q: web.hits(q, 10), queries)
-    out["open_tool"] = lat(lambda u: world.open(u), [web.pages.urls[i] for i in rng.choice(len(web.pages), 1000).tolist()])
+    out["open_tool"] = lat(lambda u: world.open(u), [web.pages.urls[i] for i in np.random.default_rng(2).choice(len(web.pages), 1000).tolist()])
     out["rss_gib"] = psutil.Process().memory_info().rss / 2**30
 print(json.dumps(out))
 """
