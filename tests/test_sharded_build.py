@@ -255,6 +255,62 @@ def test_a_killed_worker_is_replaced_and_the_build_ends_with_the_same_world(cli_
     assert fingerprint(out) == cli_reference
 
 
+_INDEX_SHARD = None  # the real task, kept by the test below (the workers fork with it)
+
+
+def _index_once_pages_are_joined(pages_file: str, offset: int, index_dir: str, *args):
+    """index_shard, except that the last shard waits until the driver has joined the pages."""
+    from fictionworld.web.join import PAGES_DONE
+
+    build = Path(pages_file).parent.parent
+    last = len(json.loads((build / "plan.json").read_text())["shards"]) - 1
+    if Path(index_dir).name == f"shard-{last:05d}":
+        deadline = time.monotonic() + 30
+        while not (build / PAGES_DONE).exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the pages were not joined while the last shard waited to be indexed")
+            time.sleep(0.01)
+    return _INDEX_SHARD(pages_file, offset, index_dir, *args)
+
+
+def test_the_driver_joins_the_pages_while_the_last_shard_is_indexed(reference, tmp_path, monkeypatch):
+    """With workers beside it, the driver joins the pages as soon as every shard is rendered:
+    the last index task here waits for that, so a join left until after it would fail."""
+    global _INDEX_SHARD
+    from fictionworld.web import shards
+
+    _INDEX_SHARD = shards.index_shard
+    monkeypatch.setattr(shards, "index_shard", _index_once_pages_are_joined)
+    path = tmp_path / "w"
+    summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
+    assert summary["shards"] == 3
+    assert fingerprint(path) == reference[1]
+
+
+def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(reference, tmp_path, monkeypatch):
+    """Killed between the page join and the index join: the joined pages and the finished
+    lexicon are kept (no shard, and not the lexicon, is made again) and the world is the same."""
+    from fictionworld.web import join, shards
+    from fictionworld.web.join import PAGES_DONE
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    path = tmp_path / "w"
+    monkeypatch.setattr(join, "_join_indexes", stop)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=2, shards=3)
+    build = path / BUILD_DIR
+    assert (build / PAGES_DONE).exists() and (build / "lexicon" / "meta.json").exists()
+    assert not (build / "lexicon" / "part.json").exists()
+    monkeypatch.undo()
+    calls = []
+    monkeypatch.setattr(shards, "build_lexicon", lambda *a: calls.append(a))
+    summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
+    assert summary["resumed_shards"] == 3 and not calls
+    assert fingerprint(path) == reference[1]
+
+
 def test_an_unfinished_build_of_another_world_is_not_resumed(tmp_path):
     out = tmp_path / "w"
     (out / BUILD_DIR).mkdir(parents=True)

@@ -36,6 +36,7 @@ class LocalTasks:
 
     def __init__(self, workers: int):
         self.workers = workers
+        self.concurrent = workers > 1  # whether tasks run beside the driver (else in it, in turn)
         self.pool: ProcessPoolExecutor | None = None
         self.side: ProcessPoolExecutor | None = None
         self._side_futures: list = []
@@ -89,6 +90,8 @@ class LocalTasks:
 class RayTasks:
     """Tasks on a Ray cluster (``address`` as ``ray.init`` takes it; None starts a local one).
     Workers load the graph from the shared output directory; Ray retries a task whose worker died."""
+
+    concurrent = True
 
     def __init__(self, address: str | None, workers: int | None):
         self.address, self.workers = address, workers

@@ -1,8 +1,10 @@
 """The last step of a sharded build: the finished shards joined into one web.
 
 URL clashes are settled over every page (:func:`~fictionworld.web.urls.unique_urls`), the shards'
-pages are streamed into ``pages.arrow`` one shard at a time, the shards' tantivy segments become
-one index, and everything moves into the world directory with the manifest last.
+pages are streamed into ``pages.arrow`` one shard at a time (:func:`join_pages`: it needs every
+shard rendered, none indexed, so a build runs it beside the last index tasks), the shards'
+tantivy segments become one index, and everything moves into the world directory with the
+manifest last.
 """
 
 from __future__ import annotations
@@ -25,18 +27,24 @@ from fictionworld.web.linker import Speller
 from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
 from fictionworld.web.urls import unique_urls, with_urls
 
-__all__ = ["join_shards", "PAGE_BATCH"]
+__all__ = ["join_shards", "join_pages", "PAGE_BATCH", "PAGES_DONE"]
 
 PAGE_BATCH = 65_536  # rows per record batch of pages.arrow (PageTable.save writes the same)
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progress) -> dict:
-    """Settle URL clashes, stream the shards into ``pages.arrow``, join the index segments,
-    and move everything into ``out`` (the manifest last)."""
-    shards = range(n_shards)
-    files = [build / "pages" / f"shard-{s:05d}.arrow" for s in shards]
-    say("joining shards", 0, 3)
+PAGES_DONE = "pages.json"  # in the build directory: the page half of the join is finished
+
+
+def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
+    """The page half of the join, which needs every shard rendered but no index: settle URL
+    clashes, stream the shards into ``<build>/pages.arrow`` with its URL order, and finish
+    the lexicon with the web's speller. Sealed by ``<build>/pages.json`` (written last;
+    run again, it returns that): a sharded build runs it beside the last index tasks."""
+    done_file = build / PAGES_DONE
+    if done_file.exists():
+        return json.loads(done_file.read_text())
+    files = [build / "pages" / f"shard-{s:05d}.arrow" for s in range(n_shards)]
     # URL clashes and directory titles need three columns of every shard (memory-mapped: only
     # their pages are read); the pages themselves then pass through one shard at a time
     cols = [read_arrow(f).select(["url", "kind", "title"]) for f in files]
@@ -46,23 +54,36 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     order = url_order(urls)  # finds the clashes, and is the final order unless one is renamed
     renamed = unique_urls(urls, kinds, order)
     directories = list_titles(kinds, titles)
-    manifest = json.loads((graph / "manifest.json").read_text())
+    world_hash = json.loads((graph / "manifest.json").read_text())["world_hash"]
     lexicon = build / "lexicon"
-    pages_tmp = build / "pages.arrow"
 
     def beside_the_copy(urls: pa.ChunkedArray) -> np.ndarray:
-        finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), directories), manifest["world_hash"])
+        finish_lexicon(lexicon, web_speller(Speller.open(lexicon / "names.arrow"), directories), world_hash)
         return url_order(with_urls(pa.table({"url": urls}), renamed).column("url")) if renamed else order
 
     with ThreadPoolExecutor(1) as beside:  # the speller and the URL order while the pages are copied
         done = beside.submit(beside_the_copy, urls)
         del cols, urls, kinds, titles  # (the mapped columns go as soon as the order is made)
-        offset = _write_pages(files, renamed, pages_tmp)
+        pages = _write_pages(files, renamed, build / "pages.arrow")
         order = done.result()
     np.save(build / "pages.url-order.npy", order)
+    summary = {"pages": pages, "renamed_urls": len(renamed)}
+    tmp = done_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(summary))
+    os.replace(tmp, done_file)
+    return summary
+
+
+def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progress) -> dict:
+    """Join the pages (:func:`join_pages`, unless done already) and the index segments, and
+    move everything into ``out`` (the manifest last)."""
+    say("joining shards", 0, 3)
+    pages = join_pages(n_shards, build, graph)
+    offset = pages["pages"]
+    manifest = json.loads((graph / "manifest.json").read_text())
     say("joining shards", 1, 3)
     index = build / "index.joined"
-    _join_indexes([build / "index" / f"shard-{s:05d}" for s in shards], index)
+    _join_indexes([build / "index" / f"shard-{s:05d}" for s in range(n_shards)], index)
     say("joining shards", 2, 3)
     from fictionworld.web.index import TantivyIndex
 
@@ -72,13 +93,13 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     out.mkdir(parents=True, exist_ok=True)
     for name in ("entities.parquet", "facts.parquet"):
         os.replace(graph / name, out / name)
-    os.replace(pages_tmp, out / "pages.arrow")
+    os.replace(build / "pages.arrow", out / "pages.arrow")
     os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
     for name in ("index", "lexicon"):
         if (out / name).exists():
             shutil.rmtree(out / name)
     os.replace(index, out / "index")
-    os.replace(lexicon, out / "lexicon")
+    os.replace(build / "lexicon", out / "lexicon")
     from fictionworld.web.web import web_manifest
 
     web_json = web_manifest(manifest["world_hash"], manifest["spec"].get("web", {}), offset, joined)
@@ -88,7 +109,7 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     shutil.rmtree(build)
     say("joining shards", 3, 3)
     return {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
-            "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": len(renamed)}  # fmt: skip
+            "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": pages["renamed_urls"]}  # fmt: skip
 
 
 def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> int:

@@ -3,8 +3,9 @@
 The web is rendered in blocks of ``spec.web.block`` entities (:class:`~fictionworld.web.render.Renderer`);
 a shard is a run of whole blocks. Each shard renders its pages to an Arrow file, then indexes
 them into its own tantivy segments with the page ids they will have in the whole web; the
-driver finally joins them (:mod:`~fictionworld.web.join`): settles URL clashes, streams the
-shards into ``pages.arrow`` and joins the segments into one index. BM25 statistics are read
+driver joins them (:mod:`~fictionworld.web.join`): settles URL clashes and streams the shards
+into ``pages.arrow`` once all are rendered (beside the last index tasks, when workers run
+beside it), then joins the segments into one index. BM25 statistics are read
 across all segments at search time, so the joined index ranks exactly as one built in one go;
 the pages, their order and the ``world_hash`` do not depend on the number of shards, workers
 or machines.
@@ -20,7 +21,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
-from fictionworld.web.join import join_shards
+from fictionworld.web.join import PAGES_DONE, join_pages, join_shards
 from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import RENDERER, Renderer, plain_text
 from fictionworld.web.store import RenderStore, write_store
@@ -282,7 +283,7 @@ def build_world(
     result = _run(runner, plan, build, graph, validate, say, times)
     t = time.perf_counter()
     summary = join_shards(len(plan["shards"]), build, graph, out, say)
-    times["finish_s"] = time.perf_counter() - t
+    times["finish_s"] = time.perf_counter() - t + times.pop("early_join_wait_s", 0.0)
     for cache in (_WORLDS, _RENDERERS):
         cache.clear()
     return {**summary, "times": times, "violations": result["violations"], "nodes": result["nodes"],
@@ -292,7 +293,9 @@ def build_world(
 def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Progress, times: dict) -> dict:
     """Render every unfinished shard, index each as soon as the page ids before it are known,
     and write the lexicon and check the graph alongside; starts the pool again if a local
-    worker dies."""
+    worker dies. With workers running beside the driver, the driver joins the pages
+    (:func:`~fictionworld.web.join.join_pages`) as soon as every shard is rendered and the
+    lexicon written, while the last shards are indexed."""
     shards = [tuple(s) for s in plan["shards"]]
     pages_dir, index_dir = build / "pages", build / "index"
     pages_dir.mkdir(exist_ok=True)
@@ -304,6 +307,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
     resumed = len(counts)
     nodes: set[str] = set()
+    page_join = _PageJoin(runner.concurrent, len(shards), build, graph, times)
+    lexicon_done = page_join.lexicon_done
 
     def queue_indexes(pending: dict, queued: set[int]) -> None:
         """Index every rendered shard whose page ids are known (all shards before it rendered)."""
@@ -319,58 +324,102 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
             offset += counts[s]
 
     t0 = time.perf_counter()
-    for attempt in range(POOL_RESTARTS + 1):
-        try:
-            jobs = []
-            if not (build / "lexicon" / "part.json").exists():
-                jobs.append((build_lexicon, str(graph), str(build / "lexicon")))
-            check_last = validate and violations is None and _check_alone(graph)
-            if validate and violations is None and not check_last:
-                jobs.append((check_graph, str(graph), 20))
-            pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs), jobs)}
-            for s, blocks in enumerate(shards):
-                if s not in counts:
-                    pending[runner.submit(render_shard, str(build / "store"), s, blocks, str(pages_dir))] = (
-                        "render",
-                        s,
-                    )
-            queued: set[int] = set()
+    try:
+        for attempt in range(POOL_RESTARTS + 1):
+            try:
+                jobs = []
+                if not lexicon_done():
+                    jobs.append((build_lexicon, str(graph), str(build / "lexicon")))
+                check_last = validate and violations is None and _check_alone(graph)
+                if validate and violations is None and not check_last:
+                    jobs.append((check_graph, str(graph), 20))
+                pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs), jobs)}
+                for s, blocks in enumerate(shards):
+                    if s not in counts:
+                        pending[runner.submit(render_shard, str(build / "store"), s, blocks, str(pages_dir))] = (
+                            "render",
+                            s,
+                        )
+                queued: set[int] = set()
 
-            queue_indexes(pending, queued)
-            total = 2 * len(shards) + (1 if validate else 0)
-            while pending:
-                for f in runner.wait(pending):
-                    kind, s = pending.pop(f)
-                    value = runner.result(f)
-                    if kind in ("render", "index", "check_graph", "build_lexicon"):
-                        value, node, cpu = value
-                        nodes.add(node)
-                        stage = {"check_graph": "check", "build_lexicon": "lexicon"}.get(kind, kind)
-                        times[f"{stage}_cpu_s"] = times.get(f"{stage}_cpu_s", 0.0) + cpu
-                    if kind == "render":
-                        counts[s] = value
-                        _write_json(counts_file, counts)
-                        queue_indexes(pending, queued)
-                    elif kind == "index":
-                        indexed.add(s)
-                        (index_dir / f"shard-{s:05d}.done").write_text(str(value))
-                    elif kind == "check_graph":
-                        violations = [v.model_dump(mode="json") for v in value]
-                        _write_json(checks_file, violations)
-                    done = len(counts) + len(indexed) + (1 if violations is not None else 0)
-                    say("rendering and indexing", done, total)
-                if not pending and check_last and violations is None:
-                    pending[runner.submit(check_graph, str(graph), 20)] = ("check_graph", -1)
-            break
-        except BrokenProcessPool:
-            if attempt == POOL_RESTARTS:
-                raise BuildError(f"local workers died {POOL_RESTARTS + 1} times; the finished shards are kept in {build}") from None  # fmt: skip
-        finally:
-            runner.stop()
-    times["shards_s"] = time.perf_counter() - t0
-    if not (build / "lexicon" / "part.json").exists():
+                queue_indexes(pending, queued)
+                page_join.start_when_ready(len(counts) == len(shards))
+                total = 2 * len(shards) + (1 if validate else 0)
+                while pending:
+                    for f in runner.wait(pending):
+                        kind, s = pending.pop(f)
+                        value = runner.result(f)
+                        if kind in ("render", "index", "check_graph", "build_lexicon"):
+                            value, node, cpu = value
+                            nodes.add(node)
+                            stage = {"check_graph": "check", "build_lexicon": "lexicon"}.get(kind, kind)
+                            times[f"{stage}_cpu_s"] = times.get(f"{stage}_cpu_s", 0.0) + cpu
+                        if kind == "render":
+                            counts[s] = value
+                            _write_json(counts_file, counts)
+                            queue_indexes(pending, queued)
+                        elif kind == "index":
+                            indexed.add(s)
+                            (index_dir / f"shard-{s:05d}.done").write_text(str(value))
+                        elif kind == "check_graph":
+                            violations = [v.model_dump(mode="json") for v in value]
+                            _write_json(checks_file, violations)
+                        done = len(counts) + len(indexed) + (1 if violations is not None else 0)
+                        say("rendering and indexing", done, total)
+                        page_join.start_when_ready(len(counts) == len(shards))
+                    if not pending and check_last and violations is None:
+                        page_join.wait()  # the checks hold the fact columns: nothing of the join beside them
+                        pending[runner.submit(check_graph, str(graph), 20)] = ("check_graph", -1)
+                page_join.wait()
+                break
+            except BrokenProcessPool:
+                page_join.wait()  # no thread of this process running while the next pool is forked
+                if attempt == POOL_RESTARTS:
+                    raise BuildError(f"local workers died {POOL_RESTARTS + 1} times; the finished shards are kept in {build}") from None  # fmt: skip
+            finally:
+                runner.stop()
+    finally:
+        page_join.close()
+    times["shards_s"] = time.perf_counter() - t0 - times.get("early_join_wait_s", 0.0)
+    if not lexicon_done():
         raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
+
+
+class _PageJoin:
+    """The page half of the join (:func:`~fictionworld.web.join.join_pages`), started by a
+    driver thread as soon as every shard is rendered and the lexicon written, when the tasks
+    run beside the driver (with one local worker they run in it, in turn: nothing to overlap)."""
+
+    def __init__(self, concurrent: bool, n_shards: int, build: Path, graph: Path, times: dict):
+        self.args = (n_shards, build, graph)
+        self.build, self.times = build, times
+        self.thread = ThreadPoolExecutor(1) if concurrent else None
+        self.future = None
+
+    def lexicon_done(self) -> bool:
+        """The lexicon's first part is written (or, once the pages are joined, it is finished)."""
+        return (self.build / "lexicon" / "part.json").exists() or (self.build / PAGES_DONE).exists()
+
+    def start_when_ready(self, rendered: bool) -> None:
+        if self.thread is not None and self.future is None and rendered and self.lexicon_done():
+            self.future = self.thread.submit(self._join)
+
+    def _join(self) -> None:
+        t = time.perf_counter()
+        join_pages(*self.args)
+        self.times["join_pages_s"] = time.perf_counter() - t
+
+    def wait(self) -> None:
+        """Until the join started is done (its error raised here); the wait is counted."""
+        if self.future is not None:
+            t = time.perf_counter()
+            self.future.result()
+            self.times["early_join_wait_s"] = self.times.get("early_join_wait_s", 0.0) + time.perf_counter() - t
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.thread.shutdown(wait=True)  # (a join still running when the build fails ends, sealed)
 
 
 def _check_alone(graph: Path) -> bool:
