@@ -283,7 +283,7 @@ def build_world(
     result = _run(runner, plan, build, graph, validate, say, times)
     t = time.perf_counter()
     summary = join_shards(len(plan["shards"]), build, graph, out, say)
-    times["finish_s"] = time.perf_counter() - t + times.pop("early_join_wait_s", 0.0)
+    times["finish_s"] = time.perf_counter() - t
     for cache in (_WORLDS, _RENDERERS):
         cache.clear()
     return {**summary, "times": times, "violations": result["violations"], "nodes": result["nodes"],
@@ -380,7 +380,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                 runner.stop()
     finally:
         page_join.close()
-    times["shards_s"] = time.perf_counter() - t0 - times.get("early_join_wait_s", 0.0)
+    times["shards_s"] = time.perf_counter() - t0
     if not lexicon_done():
         raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
@@ -411,11 +411,9 @@ class _PageJoin:
         self.times["join_pages_s"] = time.perf_counter() - t
 
     def wait(self) -> None:
-        """Until the join started is done (its error raised here); the wait is counted."""
+        """Until the join started is done (its error raised here)."""
         if self.future is not None:
-            t = time.perf_counter()
             self.future.result()
-            self.times["early_join_wait_s"] = self.times.get("early_join_wait_s", 0.0) + time.perf_counter() - t
 
     def close(self) -> None:
         if self.thread is not None:
