@@ -328,15 +328,11 @@ def test_an_unfinished_build_of_another_world_is_not_resumed(tmp_path):
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("check_alone", [False, True], ids=["beside the renderers", "after them"])
-def test_violations_are_found_during_the_build(tmp_path, monkeypatch, check_alone):
-    """Planted violations are reported whether the check runs beside the renderers or, when
-    memory is short, after them."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_violations_are_found_during_the_build(tmp_path, workers):
+    """Planted violations are reported by the build's streamed check (its units run in the
+    driver with one worker, in the pool with two), as checking the saved world finds them."""
     from dataclasses import replace
-
-    from fictionworld.web import shards
-
-    monkeypatch.setattr(shards, "_check_alone", lambda graph: check_alone)
 
     from generators import generate_world
 
@@ -345,10 +341,15 @@ def test_violations_are_found_during_the_build(tmp_path, monkeypatch, check_alon
     born = np.flatnonzero(f.predicate == fw.schema.PREDICATE_CODE["born_in"])[0]
     obj = f.object.copy()
     obj[born] = f.subject[born]  # born in oneself: a self reference and a range violation
-    broken = world.replace(facts=replace(f, object=obj))
-    summary = build_world(broken.spec, broken.seed, tmp_path / "w", workers=2, world=broken)
-    assert {v["kind"] for v in summary["violations"]} >= {"self_reference"}
-    assert fw.check_world(fw.World.load(tmp_path / "w"))  # the same world, checked afterwards
+    ids = f.id.copy()
+    ids[7] = ids[3]  # and one fact id used twice
+    broken = world.replace(facts=replace(f, object=obj, id=ids))
+    summary = build_world(broken.spec, broken.seed, tmp_path / "w", workers=workers, world=broken)
+    found = {(v["kind"], v["message"]) for v in summary["violations"]}
+    assert {k for k, _ in found} >= {"self_reference", "domain_range", "duplicate_fact"}
+    assert (("duplicate_fact", f"fact id {ids[3]} is used 2 times")) in found
+    whole = fw.check_world(fw.World.load(tmp_path / "w"), limit_per_kind=20)  # the same world, checked whole
+    assert found == {(v.kind.value, v.message) for v in whole}
 
 
 def _unique_urls_by_hand(urls: list[str], kinds: list[str]) -> dict[int, str]:

@@ -1,4 +1,5 @@
-"""``check_world``: every constraint a world must satisfy, as vectorised passes over the facts.
+"""``check_world``: every constraint a world must satisfy, as vectorised passes over the facts;
+``check_world_dir``: the same checks of a saved world, streamed in units of a few predicates.
 
 Each finding is a :class:`Violation` with a :class:`ViolationKind`. The constraints come from
 the ontology (``fictionworld.schema``): functional, required, temporal, exclusive, symmetric,
@@ -18,6 +19,7 @@ from fictionworld.check.semantics import (
     check_ranges,
     check_symmetry_inverse,
 )
+from fictionworld.check.stream import check_world_dir
 from fictionworld.check.structure import (
     check_attribute_types,
     check_domain_range,
@@ -30,7 +32,7 @@ from fictionworld.check.structure import (
 from fictionworld.check.time import check_future, check_interval_order, check_lifespans, check_overlaps
 from fictionworld.records import Violation
 
-__all__ = ["check_world", "CHECKS"]
+__all__ = ["check_world", "check_world_dir", "CHECKS"]
 
 
 def check_world(world, *, limit_per_kind: int = 200) -> list[Violation]:

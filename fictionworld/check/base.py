@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,11 +26,20 @@ _BIG = np.int64(2**40)
 
 class _Checker:
     """Fact rows by predicate and per-entity dates, held as int32 row arrays (a 10M-entity
-    world's 88M facts cost 4 bytes each per array); entity ids are read only to report."""
+    world's 88M facts cost 4 bytes each per array); entity ids are formatted only to report.
 
-    def __init__(self, world, limit: int):
+    ``owned`` (predicate codes) makes a checker for one unit of a streamed check
+    (:mod:`fictionworld.check.stream`): ``world.facts`` then holds every fact of those
+    predicates and no other, every rule runs only where the facts it reads are all here, and
+    the per-entity arrays other predicates give (origin and end dates, ``located_in``) come
+    from ``context``; the rules over entities alone (names) run where ``entity_rules``.
+    ``owned=None`` checks the whole world, entity rules and fact ids included."""
+
+    def __init__(self, world, limit: int, *, owned=None, entity_rules: bool | None = None, context: CheckContext | None = None):  # fmt: skip
         self.w = world
         self.limit = limit
+        self.owned = None if owned is None else frozenset(int(p) for p in owned)
+        self.entity_rules = self.owned is None if entity_rules is None else entity_rules
         self.found: dict[K, list[Violation]] = defaultdict(list)
         self.extra: dict[K, int] = defaultdict(int)
         e, f = world.entities, world.facts
@@ -50,19 +59,24 @@ class _Checker:
         key = np.where(self.valid, self.p, -1).astype(np.int16)
         self._by_pred = [np.flatnonzero(key == i).astype(np.int32) for i in range(len(PREDICATES))]
         del key
-        self.origin = np.full(self.n, NA_DATE, np.int64)
-        self.death = np.full(self.n, NA_DATE, np.int64)
-        for t, schema in ENTITY_TYPES.items():
-            for attr, target in ((schema.origin, self.origin), (schema.end, self.death)):
-                if attr:
-                    m = self.attr(attr, t)
-                    m = m[f.v_date[m] != NA_DATE]
-                    target[self.s[m]] = f.v_date[m]
+        if context is None:
+            rows = np.sort(np.concatenate([self._by_pred[p] for p in CONTEXT_PREDICATES]))
+            context = context_of(self.tc, self.s[rows], self.p[rows], self.o[rows], f.v_date[rows])
+        self.origin, self.death, self.parent, self.country = context
 
-    @cached_property
-    def ids(self) -> np.ndarray:
-        """Entity ids by row, read on first report (a valid world never needs them)."""
-        return self.w.entities.ids
+    def owns(self, name: str) -> bool:
+        """Whether every fact of predicate ``name`` is in this checker's table."""
+        return self.owned is None or PREDICATE_CODE[name] in self.owned
+
+    @property
+    def whole(self) -> bool:
+        """Whether this checker holds the whole world (then it also checks the fact ids)."""
+        return self.owned is None
+
+    @property
+    def ids(self):
+        """Entity ids by row, formatted on demand (a valid world never needs them)."""
+        return self.w.entities.id_view
 
     # -- reporting -------------------------------------------------------------------------
     def add(self, kind: K, message: str, entities: Iterable[int] = (), facts: Iterable[int] = ()) -> None:
@@ -131,6 +145,66 @@ class _Checker:
 
     def rows_of(self, type_name: str) -> np.ndarray:
         return np.flatnonzero(self.tc == TYPE_CODE[type_name])
+
+
+class CheckContext(NamedTuple):
+    """Per-entity arrays that rules over other predicates read: the origin and end dates
+    (birth, founding, ...; death), the ``located_in`` parent and the country of a place."""
+
+    origin: np.ndarray  # int64 days, NA_DATE when unknown
+    death: np.ndarray  # int64 days, NA_DATE when unknown
+    parent: np.ndarray  # int64 row of the located_in object, -1 when none
+    country: np.ndarray  # int64 row of the country a place nests into, -1 when none
+
+
+CONTEXT_PREDICATES = tuple(
+    sorted(
+        {PREDICATE_CODE[a] for schema in ENTITY_TYPES.values() for a in (schema.origin, schema.end) if a}
+        | {PREDICATE_CODE["located_in"]}
+    )
+)
+"""The predicates :func:`context_of` reads."""
+
+
+def context_of(tc: np.ndarray, s: np.ndarray, p: np.ndarray, o: np.ndarray, v_date: np.ndarray) -> CheckContext:
+    """The :class:`CheckContext` of a world with entity types ``tc``, from its valid facts of
+    :data:`CONTEXT_PREDICATES` (columns in fact order)."""
+    b = ContextBuilder(tc)
+    b.add(s, p, o, v_date)
+    return b.finish()
+
+
+class ContextBuilder:
+    """A :class:`CheckContext` built from facts given in file order, whole or a row group at a
+    time (where one entity has several facts of a predicate, the last one counts either way)."""
+
+    def __init__(self, tc: np.ndarray):
+        self.tc = tc
+        n = len(tc)
+        self.origin = np.full(n, NA_DATE, np.int64)
+        self.death = np.full(n, NA_DATE, np.int64)
+        self.parent = np.full(n, -1, np.int64)
+
+    def add(self, s: np.ndarray, p: np.ndarray, o: np.ndarray, v_date: np.ndarray) -> None:
+        for t, schema in ENTITY_TYPES.items():
+            for attr, target in ((schema.origin, self.origin), (schema.end, self.death)):
+                if attr:
+                    m = (p == PREDICATE_CODE[attr]) & (o < 0) & (v_date != NA_DATE)
+                    m[m] = self.tc[s[m]] == TYPE_CODE[t]
+                    target[s[m]] = v_date[m]
+        m = (p == PREDICATE_CODE["located_in"]) & (o >= 0)
+        self.parent[s[m]] = o[m]
+
+    def finish(self) -> CheckContext:
+        tc, parent = self.tc, self.parent
+        country = np.full(len(tc), -1, np.int64)
+        for t in ("region", "city"):
+            rows = np.flatnonzero(tc == TYPE_CODE[t])
+            up = parent[rows]
+            country[rows] = up if t == "region" else np.where(up >= 0, parent[np.maximum(up, 0)], -1)
+        rows = np.flatnonzero(tc == TYPE_CODE["country"])
+        country[rows] = rows
+        return CheckContext(self.origin, self.death, parent, country)
 
 
 def _d(day) -> str:

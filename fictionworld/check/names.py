@@ -45,6 +45,8 @@ def _first_seen(order: np.ndarray, starts: np.ndarray, bad: np.ndarray) -> list[
 
 
 def check_names(c: _Checker) -> None:
+    if not c.entity_rules:  # (a streamed check runs these in a unit of their own)
+        return
     e = c.w.entities
     names = e.name
     group = e.namesake_group.astype(np.int64)

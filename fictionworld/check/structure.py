@@ -125,6 +125,8 @@ def check_missing_and_cardinality(c: _Checker) -> None:
             continue
         ents = c.rows_of(t)
         for a in schema.attributes:
+            if not c.owns(a.name):
+                continue
             rows = c.attr(a.name, t)
             cnt = _count_per_subject(c, rows)
             if a.required:
@@ -134,7 +136,7 @@ def check_missing_and_cardinality(c: _Checker) -> None:
                 c.add(K.CARDINALITY, f"{c.ids[e]} has {cnt[e]} values of {a.name}", (e,), rows[c.s[rows] == e])
     enabled = set(spec.relations())
     for name, r in RELATIONS.items():
-        if name not in enabled or not (r.functional or r.required):
+        if name not in enabled or not (r.functional or r.required) or not c.owns(name):
             continue
         rows = c.rel(name)
         cnt = _count_per_subject(c, rows)
@@ -157,16 +159,9 @@ def check_missing_and_cardinality(c: _Checker) -> None:
 
 def check_duplicate_facts(c: _Checker) -> None:
     f = c.w.facts
-    ids = f.id
-    step = 1 << 22
-    # fact ids come out ascending from every writer: checking that, a slice at a time, spares
-    # sorting a copy of them all; any other order is sorted to find the repeats
-    ascending = all((np.diff(ids[lo : lo + step + 1]) > 0).all() for lo in range(0, len(ids), step))
-    if not ascending:
-        uniq, counts = np.unique(ids, return_counts=True)
-        for fid in c.cap(K.DUPLICATE_FACT, uniq[counts > 1]).tolist():
-            c.add(K.DUPLICATE_FACT, f"fact id {fid} is used {int(counts[uniq == fid][0])} times")
-        del uniq, counts
+    if c.whole:  # (a streamed check reads the fact ids a row group at a time instead)
+        for fid, n in repeated_ids(lambda: iter([f.id])):
+            c.add(K.DUPLICATE_FACT, f"fact id {fid} is used {n} times")
     # equal facts share a predicate: one predicate's rows at a time, one 64-bit mix per row;
     # equal rows have equal mixes, so only equal mixes need comparing
     found: list[tuple[int, int]] = []
@@ -190,3 +185,21 @@ def check_duplicate_facts(c: _Checker) -> None:
 def check_self_reference(c: _Checker) -> None:
     rows = np.flatnonzero(c.valid & (c.o >= 0) & (c.s == c.o))
     c.add_facts(K.SELF_REFERENCE, rows, "an entity cannot be related to itself")
+
+
+def repeated_ids(parts, step: int = 1 << 22) -> list[tuple[int, int]]:
+    """``(fact id, uses)`` of every id used more than once, smallest first, among the id
+    arrays that ``parts()`` yields (the whole column, or one row group at a time). Fact ids
+    come out ascending from every writer: checking that, a slice at a time, spares sorting a
+    copy of them all; ids out of order are read again, together, and sorted."""
+    last = None
+    for ids in parts():
+        for lo in range(0, len(ids), step):
+            x = ids[lo : lo + step + 1]
+            if (last is not None and len(x) and x[0] <= last) or not (np.diff(x) > 0).all():
+                uniq, counts = np.unique(np.concatenate(list(parts())), return_counts=True)
+                twice = counts > 1
+                return list(zip(uniq[twice].tolist(), counts[twice].tolist()))
+        if len(ids):
+            last = ids[-1]
+    return []

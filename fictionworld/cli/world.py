@@ -140,8 +140,10 @@ def generate(
         raise typer.Exit(1)
 
 
-def _bar() -> Progress:
-    """A progress bar on stderr: stage, bar, done/total, time elapsed (left on screen)."""
+def _bar(transient: bool = False) -> Progress:
+    """A progress bar on stderr: stage, bar, done/total, time elapsed (left on screen unless
+    ``transient``; a transient one is not drawn when stderr is no terminal, so an error stays
+    the one line there)."""
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -149,7 +151,8 @@ def _bar() -> Progress:
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
         console=err,
-        transient=False,
+        transient=transient,
+        disable=transient and not err.is_interactive,
     )
 
 
@@ -190,22 +193,53 @@ def validate(
     verify_hash: Annotated[
         bool, typer.Option("--verify-hash/--no-verify-hash", help="Refuse content that differs from the manifest hash.")
     ] = True,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Processes (or Ray CPUs) checking, 1 to 1024; default: every core.", min=1, max=1024),
+    ] = None,
+    use_ray: Annotated[
+        bool, typer.Option("--ray", help="Check as Ray tasks (a local cluster unless --address).")
+    ] = False,
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to check on, e.g. 'auto' (implies --ray); every node must see the world."),
+    ] = None,
 ) -> None:
     """Check every constraint; exit 1 and list the violations if there are any, else 0.
 
-    Use --no-verify-hash to check a world whose Parquet files were edited by hand."""
-    from fictionworld.check import check_world
+    The world is read a few predicates at a time, in tasks over local processes (or Ray with
+    --ray), so a world of any size is checked in bounded memory; the content hash is computed
+    a column at a time. Use --no-verify-hash to check a world whose Parquet files were edited
+    by hand."""
+    from fictionworld.check.stream import check_world_dir
+    from fictionworld.storage import WorldFormatError
+    from fictionworld.streaming import SavedWorld, stream_world_hash
 
-    with stages(f"loading {world_dir}") as say:
-        world = load_world_dir(world_dir, verify=verify_hash)
-        say(f"checking constraints: {len(world.entities):,} entities, {len(world.facts):,} facts")
-        violations = check_world(world, limit_per_kind=limit)
+    with _bar(transient=True) as progress:
+        task = progress.add_task(f"reading {world_dir}", total=None)
+        try:
+            saved = SavedWorld(world_dir)
+            if verify_hash:
+                progress.update(task, description="verifying the content hash")
+                if stream_world_hash(world_dir) != saved.manifest["world_hash"]:
+                    fail(f"{world_dir}: content does not match the manifest's world_hash (modified or corrupt)")
+
+            def step(stage: str, done: int, total: int) -> None:
+                progress.update(task, description=stage, completed=done, total=total)
+
+            violations = check_world_dir(
+                world_dir, limit_per_kind=limit, workers=workers, use_ray=use_ray or bool(address), address=address,
+                progress=step,
+            )  # fmt: skip
+        except WorldFormatError as exc:
+            fail(str(exc))
+    n_ent, n_facts = saved.manifest["counts"]["entities"], saved.manifest["counts"]["facts"]
     if as_json:
         print(
             json.dumps(
                 {
                     "world": str(world_dir),
-                    "world_hash": world.world_hash,
+                    "world_hash": saved.manifest["world_hash"],
                     "ok": not violations,
                     "violations": [v.model_dump(mode="json") for v in violations],
                 },
@@ -224,7 +258,7 @@ def validate(
             )
         else:
             out.print(
-                f"[green]✓[/] {world_dir}: {len(world.entities):,} entities, {len(world.facts):,} facts, no violations",
+                f"[green]✓[/] {world_dir}: {n_ent:,} entities, {n_facts:,} facts, no violations",
                 highlight=False,
             )
     raise typer.Exit(1 if violations else 0)

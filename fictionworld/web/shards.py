@@ -28,7 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.web.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
+from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
 from fictionworld.web.join import PAGES_DONE, join_pages, join_shards
 from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import RENDERER, Renderer, plain_text
@@ -37,8 +37,8 @@ from fictionworld.web.store import RenderStore, write_store
 __all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
 
 BUILD_DIR = ".building"
+CHECK_LIMIT = 20  # violations the build lists per kind
 PLAN_FORMAT = "fictionworld-build/1"
-CHECK_BYTES = (130, 200)  # memory of check_world per fact and per entity (measured at 1M and 10M)
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -200,16 +200,6 @@ def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
     return None, _node(), time.process_time() - t
 
 
-def check_graph(graph: str, limit: int) -> tuple[list, str, float]:
-    from fictionworld.check import check_world
-
-    t = time.process_time()
-    _RENDERERS.clear()  # the checks hold the fact columns; a renderer's caches go first
-    found = check_world(_world(graph), limit_per_kind=limit)
-    _WORLDS.pop(graph, None)
-    return found, _node(), time.process_time() - t
-
-
 # -- the driver -------------------------------------------------------------------------------
 def build_world(
     spec,
@@ -305,6 +295,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     indexed = {int(p.stem.split("-")[1]) for p in index_dir.glob("shard-*.done")}
     checks_file = build / "checks.json"
     violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
+    checks = None
     resumed = len(counts)
     nodes: set[str] = set()
     page_join = _PageJoin(runner.concurrent, len(shards), build, graph, times)
@@ -330,16 +321,24 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                 jobs = []
                 if not lexicon_done():
                     jobs.append((build_lexicon, str(graph), str(build / "lexicon")))
-                check_last = validate and violations is None and _check_alone(graph)
-                if validate and violations is None and not check_last:
-                    jobs.append((check_graph, str(graph), 20))
-                pending: dict = {f: (job[0].__name__, -1) for f, job in zip(runner.start(jobs), jobs)}
+                if validate and violations is None and checks is None:
+                    from fictionworld.check.stream import StreamedCheck
+
+                    shutil.rmtree(build / "checks", ignore_errors=True)
+                    (build / "checks").mkdir()
+                    checks = StreamedCheck(graph, build / "checks", CHECK_LIMIT)
+                first = checks.start() if checks is not None and checks.violations is None else []
+                side = [job for _, job in first[:1]]  # the first pass (or a unit) runs beside the lexicon
+                tags = [(job[0].__name__, -1) for job in jobs] + [("check", key) for key, _ in first[:1]]
+                pending: dict = dict(zip(runner.start(jobs + side), tags))
                 for s, blocks in enumerate(shards):
                     if s not in counts:
                         pending[runner.submit(render_shard, str(build / "store"), s, blocks, str(pages_dir))] = (
                             "render",
                             s,
                         )
+                for key, job in first[1:]:  # the units that need no first pass, after the renderers
+                    pending[runner.submit(*job)] = ("check", key)
                 queued: set[int] = set()
 
                 queue_indexes(pending, queued)
@@ -349,10 +348,13 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                     for f in runner.wait(pending):
                         kind, s = pending.pop(f)
                         value = runner.result(f)
-                        if kind in ("render", "index", "check_graph", "build_lexicon"):
+                        if kind == "check":
+                            nodes.add(value[-2])
+                            times["check_cpu_s"] = times.get("check_cpu_s", 0.0) + value[-1]
+                        elif kind in ("render", "index", "build_lexicon"):
                             value, node, cpu = value
                             nodes.add(node)
-                            stage = {"check_graph": "check", "build_lexicon": "lexicon"}.get(kind, kind)
+                            stage = {"build_lexicon": "lexicon"}.get(kind, kind)
                             times[f"{stage}_cpu_s"] = times.get(f"{stage}_cpu_s", 0.0) + cpu
                         if kind == "render":
                             counts[s] = value
@@ -361,15 +363,15 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                         elif kind == "index":
                             indexed.add(s)
                             (index_dir / f"shard-{s:05d}.done").write_text(str(value))
-                        elif kind == "check_graph":
-                            violations = [v.model_dump(mode="json") for v in value]
-                            _write_json(checks_file, violations)
+                        elif kind == "check":
+                            for key, job in checks.done(s, value):
+                                pending[runner.submit(*job)] = ("check", key)
+                            if checks.violations is not None:
+                                violations = [v.model_dump(mode="json") for v in checks.violations]
+                                _write_json(checks_file, violations)
                         done = len(counts) + len(indexed) + (1 if violations is not None else 0)
                         say("rendering and indexing", done, total)
                         page_join.start_when_ready(len(counts) == len(shards))
-                    if not pending and check_last and violations is None:
-                        page_join.wait()  # the checks hold the fact columns: nothing of the join beside them
-                        pending[runner.submit(check_graph, str(graph), 20)] = ("check_graph", -1)
                 page_join.wait()
                 break
             except BrokenProcessPool:
@@ -418,17 +420,6 @@ class _PageJoin:
     def close(self) -> None:
         if self.thread is not None:
             self.thread.shutdown(wait=True)  # (a join still running when the build fails ends, sealed)
-
-
-def _check_alone(graph: Path) -> bool:
-    """Whether the constraint check must wait until the renderers are done: it holds the
-    fact columns (~CHECK_BYTES per fact and entity; 11.7 GiB for a 10M-entity world), so it
-    runs beside them only when that is at most a quarter of the memory available now."""
-    import psutil
-
-    counts = json.loads((graph / "manifest.json").read_text())["counts"]
-    need = CHECK_BYTES[0] * counts["facts"] + CHECK_BYTES[1] * counts["entities"]
-    return need > psutil.virtual_memory().available / 4
 
 
 def _write_json(path: Path, obj) -> None:
