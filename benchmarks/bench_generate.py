@@ -142,17 +142,8 @@ def full(args) -> None:
         by_workers = {}
         for w in args.workers:
             res = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    FULL_CHILD,
-                    str(n),
-                    str(w),
-                    "1" if args.ray else "0",
-                    args.tmp or "",
-                    args.keep or "",
-                    "0" if args.no_validate else "1",
-                ],  # fmt: skip
+                [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or "",
+                 args.keep or "", "0" if args.no_validate else "1"],  # fmt: skip
                 stdout=subprocess.PIPE,
                 text=True,
             )  # its progress log goes to our stderr
@@ -174,11 +165,7 @@ def full(args) -> None:
                 f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)"
             )
             cpu = {k: t.get(f"{k}_cpu_s", 0.0) for k in ("check", "render", "index")}
-            checked = (
-                f"validate {cpu['check']:.1f} s ({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), "
-                if r["validate"]
-                else ""
-            )
+            checked = f"validate {cpu['check']:.1f} s ({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), " if r["validate"] else ""
             print(f"    CPU seconds in tasks (one core each): {checked}render {cpu['render']:.1f} s "
                   f"({r['pages'] / max(cpu['render'], 1e-9):,.0f} pages/s, {r['entities'] / max(cpu['render'], 1e-9):,.0f} entities/s), "
                   f"index {cpu['index']:.1f} s ({r['pages'] / max(cpu['index'], 1e-9):,.0f} pages/s)")  # fmt: skip
@@ -210,12 +197,8 @@ def main() -> None:
     ap.add_argument("--ray", action="store_true", help="with --full: build as Ray tasks on a local cluster")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="with --full: worker counts to compare")
     ap.add_argument("--tmp", default=None, help="with --full: directory for the worlds (default: the system's)")
-    ap.add_argument(
-        "--keep", default=None, help="with --full and one size and worker count: build into this directory and keep it"
-    )
-    ap.add_argument(
-        "--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)"
-    )
+    ap.add_argument("--keep", default=None, help="with --full and one size and worker count: build into this directory and keep it")
+    ap.add_argument("--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)")
     args = ap.parse_args()
     if args.full:
         return full(args)

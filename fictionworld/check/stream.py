@@ -6,8 +6,8 @@ pairs one rule reads together: inverses, an interval's two ends, a role and the 
 needs, ...); the facts of a predicate sit in a few runs of the file, so a unit of groups
 reads only the row groups that hold them. What rules read from other predicates is small
 and per entity (origin and end dates, the ``located_in`` parent and country): a first pass
-writes it once, with the check that fact ids are unique, and every unit maps it. The names
-of the entities are checked in a unit of their own. Units run as local processes or Ray
+writes it once, a row group at a time, and every unit maps it. Fact ids used twice, and the
+names of the entities, are checked in units of their own. Units run as local processes or Ray
 tasks (:mod:`fictionworld.executors`); their findings are merged in unit order, so the result
 does not depend on the number of workers.
 """
@@ -45,7 +45,8 @@ TOGETHER: tuple[tuple[str, ...], ...] = (
 facts, and the per-entity :class:`~fictionworld.check.base.CheckContext`)."""
 
 UNIT_FACTS = 4_000_000
-"""Facts per unit, at most (a unit holds a whole group, however big): about 0.5 GiB."""
+"""Facts per unit, at most (a unit holds a whole group, however big): a process checking one
+peaked at about 1 GiB on a 1M-entity world."""
 
 Progress = Callable[[str, int, int], None]
 
@@ -205,8 +206,9 @@ def check_world_dir(
     rules and kinds, each unit holding at most ``max_facts`` facts (or one whole predicate group).
 
     Runs in ``workers`` local processes (default: every core; 1: in this one) or as Ray tasks
-    with ``use_ray`` (``address`` of a running cluster; its nodes must see ``path``, and the
-    directory beside it, where the per-entity arrays the units share are written for the run).
+    with ``use_ray`` (``address`` of a running cluster; its nodes must see ``path`` and the
+    directory beside it, where the per-entity arrays the units share are written for the run;
+    without ``address`` they go to the system's temporary directory).
     At most ``limit_per_kind`` violations are listed per kind, in unit order; a final entry of a
     kind says how many more there were. ``stats``, if given, receives the units' sizes and CPU
     seconds."""
@@ -220,7 +222,7 @@ def check_world_dir(
         runner = RayTasks(address, workers if not address else None)
     else:
         runner = LocalTasks(workers or os.cpu_count() or 1)
-    work = Path(_work_dir(path))
+    work = Path(_work_dir(path, shared=use_ray and bool(address)))
     try:
         t0 = time.perf_counter()
         check = StreamedCheck(path, work, limit_per_kind, max_facts)
@@ -271,10 +273,12 @@ def merge(limit: int, results: list) -> list[Violation]:
     return out
 
 
-def _work_dir(path: Path) -> str:
-    """A directory for the run's shared arrays: beside the world (which every node sees), or
-    the system's temporary directory when the world's parent cannot be written."""
-    try:
-        return tempfile.mkdtemp(prefix=f".{path.name}.checking-", dir=path.resolve().parent)
-    except OSError:
-        return tempfile.mkdtemp(prefix="fictionworld-checking-")
+def _work_dir(path: Path, shared: bool) -> str:
+    """A directory for the run's shared arrays: the system's temporary directory, or, when the
+    tasks may run on other machines (``shared``), one beside the world, which every node sees."""
+    if shared:
+        try:
+            return tempfile.mkdtemp(prefix=f".{path.name}.checking-", dir=path.resolve().parent)
+        except OSError:
+            pass
+    return tempfile.mkdtemp(prefix="fictionworld-checking-")
