@@ -30,6 +30,7 @@ from fictionworld.reading import (
 )
 from fictionworld.schema import PREDICATES
 from fictionworld.tables import NA_INT, TYPE_NAMES, FactTable
+from fictionworld.world import hash_column, hash_strings
 
 __all__ = ["SavedWorld", "stream_world_hash"]
 
@@ -244,24 +245,13 @@ class _EntityColumns:
 
 
 def _update(h, n: int, parts, dtype: str) -> None:
-    """As ``world._update`` over the concatenation of ``parts`` (``n`` items in all)."""
-    h.update(int(n).to_bytes(8, "little"))
-    seen = 0
-    for a in parts:
-        a = np.ascontiguousarray(a, dtype=np.dtype(dtype))
-        seen += len(a)
-        h.update(a.tobytes())
-    if seen != n:
-        raise WorldFormatError(f"{n} rows expected, {seen} read (truncated or corrupt file)")
+    _expect(n, hash_column(h, n, parts, dtype))
 
 
 def _update_strings(h, n: int, parts) -> None:
-    """As ``world._update_strings`` over the concatenation of the string lists ``parts``."""
-    h.update(int(n).to_bytes(8, "little"))
-    seen = 0
-    for items in parts:
-        if items:
-            h.update(("\x1f" if seen else "").encode() + "\x1f".join(items).encode("utf-8", "surrogatepass"))
-        seen += len(items)
+    _expect(n, hash_strings(h, n, parts))
+
+
+def _expect(n: int, seen: int) -> None:
     if seen != n:
-        raise WorldFormatError(f"{n} strings expected, {seen} read (truncated or corrupt file)")
+        raise WorldFormatError(f"{n} values expected, {seen} read (truncated or corrupt file)")

@@ -230,14 +230,35 @@ class World:
 
 
 def _update(h, arr: np.ndarray, dtype: str) -> None:
-    a = np.ascontiguousarray(arr, dtype=np.dtype(dtype))
-    h.update(len(a).to_bytes(8, "little"))
-    h.update(a.tobytes())
+    hash_column(h, len(arr), [arr], dtype)
 
 
 def _update_strings(h, items: list[str]) -> None:
-    h.update(len(items).to_bytes(8, "little"))
-    h.update("\x1f".join(items).encode("utf-8", "surrogatepass"))
+    hash_strings(h, len(items), [items])
+
+
+def hash_column(h, n: int, parts, dtype: str) -> int:
+    """Hash a column of ``n`` values given as the arrays ``parts`` (whole, or a row group at a
+    time: the same digest), as ``dtype``; returns how many values the parts held."""
+    h.update(int(n).to_bytes(8, "little"))
+    seen = 0
+    for a in parts:
+        a = np.ascontiguousarray(a, dtype=np.dtype(dtype))
+        seen += len(a)
+        h.update(a.tobytes())
+    return seen
+
+
+def hash_strings(h, n: int, parts) -> int:
+    """Hash ``n`` strings given as the lists ``parts`` (joined by U+001F, whole or in pieces);
+    returns how many strings the parts held."""
+    h.update(int(n).to_bytes(8, "little"))
+    seen = 0
+    for items in parts:
+        if items:
+            h.update(("\x1f" if seen else "").encode() + "\x1f".join(items).encode("utf-8", "surrogatepass"))
+        seen += len(items)
+    return seen
 
 
 def _canonical_sources(facts: FactTable) -> FactTable:

@@ -121,23 +121,24 @@ def check_unit(path: str, work: str, unit: dict, limit: int) -> tuple[dict, dict
     """Run every check over one unit's facts (``unit["codes"]``), or the rules of ``IDS``
     (fact ids used twice, a row group at a time) or ``NAMES`` (the entities' names)."""
     from fictionworld.check import CHECKS, _give_back_freed_memory
-    from fictionworld.check.structure import repeated_ids
+    from fictionworld.check.structure import repeated_ids, report_repeated_ids
     from fictionworld.streaming import SavedWorld
 
     t = time.process_time()
     w = SavedWorld(path)
-    if unit.get("rule") == IDS["rule"]:
-        twice = [Violation(kind=K.DUPLICATE_FACT, message=f"fact id {fid} is used {n} times")
-                 for fid, n in repeated_ids(lambda: w.column("id"))]  # fmt: skip
-        return {K.DUPLICATE_FACT: twice[:limit]} if twice else {}, {K.DUPLICATE_FACT: len(twice) - limit} if len(twice) > limit else {}, _node(), time.process_time() - t  # fmt: skip
-    codes = unit.get("codes", [])
+    codes, rule = unit.get("codes", []), unit.get("rule")
     facts = w.facts(unit["groups"], codes) if codes else _no_facts()
-    ctx = CheckContext(*(np.load(Path(work) / f"{name}.npy", mmap_mode="r") for name in _CONTEXT_FILES)) if codes else None  # fmt: skip
+    ctx = None  # (the two units without facts read no context: they may run before it is written)
+    if codes:
+        ctx = CheckContext(*(np.load(Path(work) / f"{name}.npy", mmap_mode="r") for name in _CONTEXT_FILES))
     world = SimpleNamespace(spec=w.spec, entities=w.entities, facts=facts)
-    c = _Checker(world, limit, owned=codes, entity_rules=not codes, context=ctx)
-    for check in CHECKS:
-        check(c)
-        _give_back_freed_memory()
+    c = _Checker(world, limit, owned=codes, entity_rules=rule == NAMES["rule"], context=ctx)
+    if rule == IDS["rule"]:
+        report_repeated_ids(c, repeated_ids(lambda: w.column("id")))
+    else:
+        for check in CHECKS:
+            check(c)
+            _give_back_freed_memory()
     return dict(c.found), dict(c.extra), _node(), time.process_time() - t
 
 

@@ -160,8 +160,7 @@ def check_missing_and_cardinality(c: _Checker) -> None:
 def check_duplicate_facts(c: _Checker) -> None:
     f = c.w.facts
     if c.whole:  # (a streamed check reads the fact ids a row group at a time instead)
-        for fid, n in repeated_ids(lambda: iter([f.id])):
-            c.add(K.DUPLICATE_FACT, f"fact id {fid} is used {n} times")
+        report_repeated_ids(c, repeated_ids(lambda: iter([f.id])))
     # equal facts share a predicate: one predicate's rows at a time, one 64-bit mix per row;
     # equal rows have equal mixes, so only equal mixes need comparing
     found: list[tuple[int, int]] = []
@@ -185,6 +184,11 @@ def check_duplicate_facts(c: _Checker) -> None:
 def check_self_reference(c: _Checker) -> None:
     rows = np.flatnonzero(c.valid & (c.o >= 0) & (c.s == c.o))
     c.add_facts(K.SELF_REFERENCE, rows, "an entity cannot be related to itself")
+
+
+def report_repeated_ids(c: _Checker, repeats: list[tuple[int, int]]) -> None:
+    for fid, n in repeats:
+        c.add(K.DUPLICATE_FACT, f"fact id {fid} is used {n} times")
 
 
 def repeated_ids(parts, step: int = 1 << 22) -> list[tuple[int, int]]:

@@ -182,6 +182,19 @@ def entities_option(what: str) -> typer.models.OptionInfo:
     return typer.Option(help=f"{what} ({MIN_ENTITIES:,} to {MAX_ENTITIES:,}).", min=MIN_ENTITIES, max=MAX_ENTITIES)
 
 
+def workers_option(doing: str) -> typer.models.OptionInfo:
+    """``--workers``: how many local processes (or Ray CPUs) do the work."""
+    return typer.Option(help=f"Processes (or Ray CPUs) {doing}, 1 to 1024; default: every core.", min=1, max=1024)
+
+
+def ray_option(doing: str) -> typer.models.OptionInfo:
+    return typer.Option("--ray", help=f"{doing} as Ray tasks (a local cluster unless --address).")
+
+
+def address_option(doing: str, sees: str) -> typer.models.OptionInfo:
+    return typer.Option(help=f"Ray cluster to {doing} on, e.g. 'auto' (implies --ray); every node must see {sees}.")
+
+
 def positive(value: float | None) -> float | None:
     """Typer callback: a number of seconds (or a rate) that must be above zero."""
     if value is not None and not value > 0:

@@ -26,6 +26,7 @@ from fictionworld.cli.common import (
     WorldModelNameOption,
     WorldModelOption,
     WorldModelUrlOption,
+    address_option,
     check_output,
     entities_option,
     err,
@@ -33,8 +34,10 @@ from fictionworld.cli.common import (
     load_world_dir,
     out,
     parse_knobs,
+    ray_option,
     served_web,
     stages,
+    workers_option,
     world_model_options,
 )
 
@@ -70,10 +73,7 @@ def generate(
     spec: Annotated[Path | None, typer.Option(help="World spec YAML (default: the shipped spec).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing world directory.")] = False,
     web: Annotated[bool, typer.Option("--web/--no-web", help="Render the pages and build the search index.")] = True,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Processes (or Ray CPUs) building the web, 1 to 1024; default: every core.", min=1, max=1024),
-    ] = None,
+    workers: Annotated[int | None, workers_option("building the web")] = None,
     shards: Annotated[
         int | None,
         typer.Option(
@@ -82,13 +82,8 @@ def generate(
             max=100_000,
         ),
     ] = None,
-    use_ray: Annotated[
-        bool, typer.Option("--ray", help="Build as Ray tasks (a local cluster unless --address).")
-    ] = False,
-    address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster to build on, e.g. 'auto' (implies --ray); every node must see --out."),
-    ] = None,
+    use_ray: Annotated[bool, ray_option("Build")] = False,
+    address: Annotated[str | None, address_option("build", "--out")] = None,
     check: Annotated[
         bool,
         typer.Option(
@@ -193,17 +188,9 @@ def validate(
     verify_hash: Annotated[
         bool, typer.Option("--verify-hash/--no-verify-hash", help="Refuse content that differs from the manifest hash.")
     ] = True,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Processes (or Ray CPUs) checking, 1 to 1024; default: every core.", min=1, max=1024),
-    ] = None,
-    use_ray: Annotated[
-        bool, typer.Option("--ray", help="Check as Ray tasks (a local cluster unless --address).")
-    ] = False,
-    address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster to check on, e.g. 'auto' (implies --ray); every node must see the world."),
-    ] = None,
+    workers: Annotated[int | None, workers_option("checking")] = None,
+    use_ray: Annotated[bool, ray_option("Check")] = False,
+    address: Annotated[str | None, address_option("check", "the world")] = None,
 ) -> None:
     """Check every constraint; exit 1 and list the violations if there are any, else 0.
 
