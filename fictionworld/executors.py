@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "die_with_parent"]
+__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "die_with_parent", "fetch", "node_name"]
 
 POOL_RESTARTS = 3  # a local worker killed mid-shard: start the pool again at most this often (Ray: task retries)
 
@@ -20,6 +20,49 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def node_name() -> str:
+    """Where a task ran: the Ray node id inside a Ray worker, else ``local``."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001  (no Ray, or not in a Ray worker)
+        pass
+    return "local"
+
+
+class SharedFile:
+    """An object :meth:`LocalTasks.share` wrote for tasks to read: a pickle in a temporary file."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+
+_FETCHED: dict[str, object] = {}  # path -> object, the last few a worker read
+
+
+def fetch(handle):
+    """The object behind a handle from ``share`` (an object given as is, a :class:`SharedFile`
+    read once per process, or a Ray object reference)."""
+    if isinstance(handle, SharedFile):
+        obj = _FETCHED.get(handle.path)
+        if obj is None:
+            import pickle
+
+            with open(handle.path, "rb") as fh:
+                obj = pickle.load(fh)
+            if len(_FETCHED) >= 16:
+                _FETCHED.pop(next(iter(_FETCHED)))
+            _FETCHED[handle.path] = obj
+        return obj
+    if type(handle).__name__ == "ObjectRef":
+        import ray
+
+        return ray.get(handle)
+    return handle
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
@@ -40,6 +83,22 @@ class LocalTasks:
         self.pool: ProcessPoolExecutor | None = None
         self.side: ProcessPoolExecutor | None = None
         self._side_futures: list = []
+        self._shared: str | None = None  # temporary directory of shared objects
+
+    def share(self, obj):
+        """A handle tasks turn back into ``obj`` with :func:`fetch`: ``obj`` itself when tasks
+        run in this process, else a file the workers read (they were forked before it existed)."""
+        if self.pool is None:
+            return obj
+        import pickle
+        import tempfile
+
+        if self._shared is None:
+            self._shared = tempfile.mkdtemp(prefix="fictionworld-shared-")
+        fd, path = tempfile.mkstemp(dir=self._shared, suffix=".pkl")
+        with open(fd, "wb") as fh:
+            pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        return SharedFile(path)
 
     def alone(self, fn, *args):
         with _pool(1) as one:
@@ -85,6 +144,11 @@ class LocalTasks:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
         self.pool = self.side = None
+        if self._shared is not None:
+            import shutil
+
+            shutil.rmtree(self._shared, ignore_errors=True)
+            self._shared = None
 
 
 class RayTasks:
@@ -111,6 +175,13 @@ class RayTasks:
     def start(self, side: list) -> list:
         self._init()
         return [self.submit(fn, *args) for fn, *args in side]
+
+    def share(self, obj):
+        """A handle tasks turn back into ``obj`` with :func:`fetch` (Ray's object store)."""
+        import ray
+
+        self._init()
+        return ray.put(obj)
 
     def submit(self, fn, *args):
         import ray

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from fictionworld.knobs import WebSpec
 from fictionworld.schema import ENTITY_TYPES, PLACE_TYPES, RELATIONS
 
-__all__ = ["EntityTypeConfig", "WorldSpec", "default_spec", "HARD_REQUIREMENTS"]
+__all__ = ["EntityTypeConfig", "WorldSpec", "default_spec", "graph_spec", "GENERATION_BLOCK", "HARD_REQUIREMENTS"]
 
 # A type cannot be generated without these (e.g. every book has a publisher).
 HARD_REQUIREMENTS: dict[str, tuple[str, ...]] = {
@@ -30,6 +30,19 @@ HARD_REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "event": PLACE_TYPES,
     "sports_team": PLACE_TYPES,
 }
+
+
+GENERATION_BLOCK = 65_536
+
+
+def graph_spec(spec: WorldSpec) -> dict:
+    """The part of ``spec`` that shapes the graph, as the content hash reads it: without the
+    web (it shapes pages), and without ``generation_block`` at its default, so the hash of a
+    world made before blocks existed stays what it was."""
+    out = spec.model_dump(mode="json", exclude={"web"})
+    if out.get("generation_block") == GENERATION_BLOCK:
+        del out["generation_block"]
+    return out
 
 
 class EntityTypeConfig(BaseModel):
@@ -57,6 +70,9 @@ class WorldSpec(BaseModel):
     types: dict[str, EntityTypeConfig]
     exclude_relations: tuple[str, ...] = ()
     web: WebSpec = WebSpec()  # how the web is rendered, and the default episode knobs
+    # Each type's entities are generated in blocks of this many, one task each
+    # (generators/blocks.py): the block, not the number of workers, fixes every draw.
+    generation_block: int = Field(GENERATION_BLOCK, ge=64, le=1 << 24)
 
     @field_validator("present")
     @classmethod

@@ -176,11 +176,12 @@ def stream_world_hash(path: str | Path) -> str:
     """:attr:`World.world_hash` of a saved world, computed a column and a row group at a time
     (the hash is column-major, and each column's length is known from the file footers): the
     same digest as loading it whole, in the memory of one row group."""
+    from fictionworld.spec import graph_spec
     from fictionworld.world import FORMAT
 
     w = SavedWorld(path)
     h = hashlib.blake2b(digest_size=20)
-    head = {"format": FORMAT, "seed": int(w.manifest["seed"]), "spec": w.spec.model_dump(mode="json", exclude={"web"})}
+    head = {"format": FORMAT, "seed": int(w.manifest["seed"]), "spec": graph_spec(w.spec)}
     h.update(json.dumps(head, sort_keys=True).encode())
     e = w.entities
     for arr, dt in ((e.type_code, "<i2"), (e.local, "<i4"), (e.namesake_group, "<i4")):

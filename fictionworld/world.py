@@ -12,7 +12,7 @@ import numpy as np
 from fictionworld.dates import NA_DATE, from_days
 from fictionworld.records import Entity, Fact
 from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, PREDICATES, RELATIONS, UNITS
-from fictionworld.spec import WorldSpec
+from fictionworld.spec import WorldSpec, graph_spec
 from fictionworld.tables import TYPE_NAMES, EntityTable, FactTable, LazyColumns
 
 __all__ = ["World", "FORMAT"]
@@ -45,7 +45,7 @@ class World:
         """Hash of the canonical content: same seed and spec give the same hash on any machine."""
         h = hashlib.blake2b(digest_size=20)
         # The web spec shapes pages, not the graph: it stays out of the graph's hash.
-        head = {"format": FORMAT, "seed": self.seed, "spec": self.spec.model_dump(mode="json", exclude={"web"})}
+        head = {"format": FORMAT, "seed": self.seed, "spec": graph_spec(self.spec)}
         h.update(json.dumps(head, sort_keys=True).encode())
         e, f = self.entities, self.facts
         for arr, dt in ((e.type_code, "<i2"), (e.local, "<i4"), (e.namesake_group, "<i4")):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from generators import events, orgs, people, places, works  # noqa: F401  (registration)
-from generators.base import GenContext, WorldGenerator, apply_namesakes, make, register, registered
+from generators.base import GenContext, WorldGenerator, make, register, registered
 
 __all__ = ["generate_world", "plan", "make", "register", "registered", "GenContext", "WorldGenerator"]
 
@@ -35,49 +35,24 @@ def plan(types: set[str] | dict) -> list[WorldGenerator]:
     return ordered
 
 
-def generate_world(spec, seed: int, progress: Callable[[str], None] | None = None):
-    """Generate a :class:`fictionworld.World` from a spec and a seed (same inputs, same world)."""
+def generate_world(spec, seed: int, progress: Callable[[str], None] | None = None, tasks=None):
+    """Generate a :class:`fictionworld.World` from a spec and a seed (same inputs, same world).
+
+    The generators run as tasks over blocks of entities (generators/blocks.py): here, one
+    after the other, or on ``tasks`` (a :class:`fictionworld.executors.LocalTasks` or
+    ``RayTasks`` that has been started); the world is the same either way."""
     import gc
 
     from fictionworld.world import World
+    from generators.blocks import generate_blocks
 
-    ctx = GenContext(spec, seed)
-    steps = plan(ctx.counts)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # bulk allocation of millions of small objects: the cyclic GC only costs here
     try:
-        for g in steps:
-            if progress:
-                progress(g.id)
-            g.run(ctx)
-        for t in ctx.types:
-            if t != "person":  # the people generator keeps namesakes out of families itself
-                apply_namesakes(ctx, t)
-        _unique_websites(ctx)
-        if progress:
-            progress("assemble")
-        entities, facts = ctx.finalize()
+        entities, facts, steps = generate_blocks(spec, seed, tasks=tasks, progress=progress)
     finally:
         if gc_was_enabled:
             gc.enable()
     return World(
         spec=spec, seed=seed, entities=entities, facts=facts, generators={g.id: g.id.rsplit("-v", 1)[-1] for g in steps}
     )
-
-
-def _unique_websites(ctx: GenContext) -> None:
-    seen: set[str] = set()
-    for d in ctx.types.values():
-        urls = d.attrs.get("website")
-        if urls is None:
-            continue
-        for i, u in enumerate(urls.tolist()):
-            if u is None:
-                continue
-            base, k = u, 2
-            while u in seen:
-                head, _, tld = base.rpartition(".")
-                u = f"{head}-{k}.{tld}"
-                k += 1
-            seen.add(u)
-            urls[i] = u

@@ -17,23 +17,44 @@ from fictionworld.tables import NA_INT, TYPE_CODE, EntityTable, FactTable, objec
 from generators.flow import Flow
 
 __all__ = [
+    "Block",
     "GenContext",
     "TypeData",
     "WorldGenerator",
     "register",
+    "people_task",
     "make",
     "registered",
     "child_seed",
 ]
 
 
+@dataclass(frozen=True)
+class Block:
+    """The entities of ``type`` with type-local indices ``start .. start + n - 1``: block number
+    ``index`` of ``spec.generation_block`` entities, the unit one generation task makes (see
+    generators/blocks.py). Its draws come from streams of its own (:meth:`GenContext.rng`)."""
+
+    type: str
+    index: int
+    start: int
+    n: int
+
+
+def block_spans(n: int, size: int) -> list[tuple[int, int]]:
+    """(start, length) of each block of a type with ``n`` entities; at least one block."""
+    return [(s, min(size, n - s)) for s in range(0, n, size)] or [(0, 0)]
+
+
 @dataclass
 class TypeData:
-    """Everything generated for one entity type, indexed by the type-local index."""
+    """Everything generated for one entity type, indexed by the type-local index (in a block
+    task, only the block's entities: ``start`` is the type-local index of the first)."""
 
     name: str
     n: int
     offset: int  # global row of local index 0
+    start: int = 0  # type-local index of this data's first entity
     source: str = ""  # generator id that made the type
     names: np.ndarray | None = None
     aliases: np.ndarray | None = None
@@ -43,32 +64,53 @@ class TypeData:
 
     @property
     def rows(self) -> np.ndarray:
-        return np.arange(self.offset, self.offset + self.n, dtype=np.int64)
+        first = self.offset + self.start
+        return np.arange(first, first + self.n, dtype=np.int64)
 
 
 class GenContext:
-    """Shared state of one generation run: seeded streams, type data, relation facts, and the
-    typed hand-offs between generators (``flow``, see generators/flow.py)."""
+    """Shared state of one generation run, or of one block task of it: seeded streams, type
+    data, relation facts, and the typed hand-offs between generators (``flow``, see
+    generators/flow.py).
 
-    def __init__(self, spec: WorldSpec, seed: int):
+    With ``block``, a generator makes only that block of its type: ``span(t)`` says which
+    entities of ``t`` it makes, type-local indices of the block's type are block-relative
+    (``relate`` shifts them), every other type is whole, and ``rng`` draws from the block's own
+    streams. Block 0's streams are the whole run's, so a type that fits one block comes out
+    exactly as a run without blocks makes it."""
+
+    def __init__(self, spec: WorldSpec, seed: int, block: Block | None = None, flow: Flow | None = None):
         self.spec = spec
         self.seed = int(seed)
         self.present = to_days(spec.present)
         self.counts = spec.counts()
         self.enabled_relations = set(spec.relations())
+        self.block = block
         self.types: dict[str, TypeData] = {}
         offset = 0
         for t, n in self.counts.items():
-            self.types[t] = TypeData(t, n, offset)
+            mine = block is not None and block.type == t
+            self.types[t] = TypeData(t, block.n, offset, block.start) if mine else TypeData(t, n, offset)
             offset += n
         self.n_entities = offset
-        self.flow = Flow()
+        self.flow = flow if flow is not None else Flow()
         self._facts: list[FactTable] = []
+        self._records: list[tuple[int, str, str | None, str]] = []  # (call number, relation, after, source)
+        self._calls = 0
         self._sources: list[str] = []
         self.source = ""
+        self.reopen: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # see unique()
+
+    # -- blocks ------------------------------------------------------------------------------
+    def span(self, t: str) -> tuple[int, int]:
+        """(first type-local index, count) of the entities of ``t`` this context makes."""
+        d = self.types[t]
+        return d.start, d.n
 
     # -- randomness ------------------------------------------------------------------------
     def rng(self, key: str) -> np.random.Generator:
+        if self.block is not None and self.block.index:
+            key = f"{key}#{self.block.index}"
         return np.random.Generator(np.random.PCG64(child_seed(self.seed, key)))
 
     def has(self, *types: str) -> bool:
@@ -91,13 +133,23 @@ class GenContext:
     def set_attr(self, t: str, name: str, values: np.ndarray) -> None:
         self.types[t].attrs[name] = values
 
-    def relate(self, rel: str, subj_type: str, subj_local, obj_type: str, obj_local, start=None, end=None) -> None:
-        """Add relation facts (local indices; -1 entries and disabled relations are dropped)."""
+    def relate(
+        self, rel: str, subj_type: str, subj_local, obj_type: str, obj_local, start=None, end=None, after=None
+    ) -> None:
+        """Add relation facts (local indices, block-relative for the block's type; -1 entries
+        and disabled relations are dropped). ``after``: in a task over another type's blocks
+        (:attr:`WorldGenerator.people`), the facts go right after the main task's ``after``
+        facts (else after all of the generator's main facts)."""
+        call = self._calls
+        self._calls += 1
         if rel not in self.enabled_relations or not self.has(subj_type, obj_type):
             return
         s = np.asarray(subj_local, np.int64)
         o = np.asarray(obj_local, np.int64)
         keep = (s >= 0) & (o >= 0)
+        if self.block is not None:
+            s = s + self.block.start if subj_type == self.block.type else s
+            o = o + self.block.start if obj_type == self.block.type else o
         start = None if start is None else np.broadcast_to(np.asarray(start, np.int32), s.shape)[keep]
         end = None if end is None else np.broadcast_to(np.asarray(end, np.int32), s.shape)[keep]
         self._facts.append(
@@ -110,6 +162,25 @@ class GenContext:
                 source=self._source_code(),
             )
         )
+        self._records.append((call, rel, after, self.source))
+
+    def unique(self, t: str, candidates, n: int, reject=None, taken: set[str] | None = None) -> list[str]:
+        """:func:`unique_names` for the names of type ``t``; in a block task, then again for
+        the slots the run found taken in other blocks (``reopen[t]``: (block-relative slots,
+        sorted name hashes of every block), one pair per round of that search)."""
+        out = unique_names(candidates, n, taken=taken, reject=reject)
+        for slots, banned in self.reopen.get(t, ()):
+            keep = np.ones(n, bool)
+            keep[slots] = False
+            seen = _Taken({x for x, k in zip(out, keep.tolist()) if k}, banned)
+
+            def again(s: np.ndarray, rnd: int, slots: np.ndarray = slots) -> list[str]:
+                return candidates(slots[s], rnd + 1)
+
+            new = unique_names(again, len(slots), taken=seen, reject=reject)
+            for slot, name in zip(slots.tolist(), new):
+                out[slot] = name
+        return out
 
     def _source_code(self) -> int:
         if self.source not in self._sources:
@@ -167,12 +238,22 @@ def _attribute_facts(d: TypeData, dtype: DType, name: str, vals: np.ndarray, sou
 @dataclass(frozen=True)
 class WorldGenerator:
     """A registered generator: makes ``produces`` types (and their relations), in causal order
-    after ``after`` types when those are present."""
+    after ``after`` types when those are present.
+
+    A generator of one type runs in blocks of it (one task per block, see generators/blocks.py);
+    one of several types (places) runs whole. ``people``, if set, runs after every block, once
+    per block of people, for the relations each person has to the generator's type (staff,
+    students, players)."""
 
     id: str  # "people-v0": bump the version whenever the output distribution changes
     produces: tuple[str, ...]
     after: tuple[str, ...]
     run: Callable[[GenContext], None]
+    people: Callable[[GenContext], None] | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return len(self.produces) == 1
 
 
 _REGISTRY: dict[str, WorldGenerator] = {}
@@ -183,6 +264,18 @@ def register(id: str, produces: Iterable[str], after: Iterable[str] = ()):
         if id in _REGISTRY:
             raise ValueError(f"generator {id!r} registered twice")
         _REGISTRY[id] = WorldGenerator(id, tuple(produces), tuple(after), fn)
+        return fn
+
+    return deco
+
+
+def people_task(id: str):
+    """Register ``fn`` as the per-block-of-people task of generator ``id`` (registered already)."""
+
+    def deco(fn: Callable[[GenContext], None]) -> Callable[[GenContext], None]:
+        from dataclasses import replace
+
+        _REGISTRY[id] = replace(make(id), people=fn)
         return fn
 
     return deco
@@ -253,13 +346,31 @@ def pick_founded_before(
     rng: np.random.Generator, founded: np.ndarray, when: np.ndarray, candidates: np.ndarray | None = None
 ) -> np.ndarray:
     """For each date, a uniformly chosen entity (local index) with ``founded <= when``; -1 if none."""
-    cand = np.arange(len(founded)) if candidates is None else np.asarray(candidates, np.int64)
-    order = np.argsort(founded[cand], kind="stable")
-    cand = cand[order]
-    f = founded[cand]
+    if candidates is None:
+        cand, f = _by_founding(founded)
+    else:
+        cand = np.asarray(candidates, np.int64)
+        cand = cand[np.argsort(founded[cand], kind="stable")]
+        f = founded[cand]
     hi = np.searchsorted(f, np.asarray(when), "right")
     k = np.floor(rng.random(len(hi)) * hi).astype(np.int64)
     return np.where(hi > 0, cand[np.minimum(k, max(len(cand) - 1, 0))] if len(cand) else -1, -1)
+
+
+_SORTED: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # id -> (array, order, sorted)
+
+
+def _by_founding(founded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of ``founded`` in date order (stable) and the sorted dates, kept for the last few
+    arrays: a block task picks from the same whole type's dates again and again."""
+    hit = _SORTED.get(id(founded))
+    if hit is None or hit[0] is not founded:
+        order = np.argsort(founded, kind="stable")
+        hit = (founded, order, founded[order])
+        if len(_SORTED) >= 8:
+            _SORTED.pop(next(iter(_SORTED)))
+        _SORTED[id(founded)] = hit
+    return hit[1], hit[2]
 
 
 def weighted_choice(rng: np.random.Generator, weights: np.ndarray, n: int) -> np.ndarray:
@@ -297,6 +408,48 @@ def unique_names(
     return out  # type: ignore[return-value]
 
 
+def name_hashes(names) -> np.ndarray:
+    """A 64-bit hash of each name, the same in every process and on every machine: a
+    polynomial over the UTF-8 bytes, then a SplitMix64 finish, vectorised. Two names with one
+    hash only cost a redrawn name (generators/blocks.py), never a wrong world."""
+    import pyarrow as pa
+
+    arr = pa.array(list(names), pa.large_string())
+    if len(arr) == 0:
+        return np.zeros(0, np.uint64)
+    offsets = np.frombuffer(arr.buffers()[1], np.int64)[: len(arr) + 1]
+    data = np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    powers = np.cumprod(np.full(int(lengths.max(initial=0)) + 1, 0x100000001B3, np.uint64))
+    terms = (data[: offsets[-1]].astype(np.uint64) + np.uint64(1)) * powers[pos]
+    h = np.zeros(len(arr), np.uint64)
+    np.add.at(h, np.repeat(np.arange(len(arr)), lengths), terms)
+    h ^= lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+class _Taken:
+    """Names taken: a set of this block's, and the sorted hashes of every block's."""
+
+    def __init__(self, names: set[str], banned: np.ndarray):
+        self.names, self.banned = names, banned
+
+    def __contains__(self, name: str) -> bool:
+        if name in self.names:
+            return True
+        h = name_hashes([name])
+        i = np.searchsorted(self.banned, h)
+        return bool(i[0] < len(self.banned) and self.banned[i[0]] == h[0])
+
+    def add(self, name: str) -> None:
+        self.names.add(name)
+
+
 def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4) -> np.ndarray:
     """One invented word per entry of ``cultures`` (indices into CULTURES), none of them a real
     place name (gazetteer) and none shorter than ``min_len``."""
@@ -330,10 +483,12 @@ def join_suffix(stem: str, suffix: str) -> str:
 
 
 def namesake_pairs(ctx: GenContext, t: str, eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Deliberate namesakes asked for by ``namesake_rate``: (copies, originals), local indices,
-    all distinct; each copy will carry its original's name, and both record the group."""
-    n = ctx.counts[t]
-    k = int(round(ctx.spec.types[t].namesake_rate * n))
+    """Deliberate namesakes asked for by ``namesake_rate``: (copies, originals), local indices
+    (block-relative in a block task: namesakes are drawn within a block), all distinct; each
+    copy will carry its original's name, and both record the group."""
+    first, n = ctx.span(t)
+    rate = ctx.spec.types[t].namesake_rate  # cumulative rounding: the blocks' pairs add up to the type's
+    k = int(round(rate * (first + n))) - int(round(rate * first))
     if not k:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     pool = np.arange(n) if eligible is None else np.asarray(eligible, np.int64)
@@ -349,8 +504,8 @@ def apply_namesakes(ctx: GenContext, t: str) -> None:
         d = ctx[t]
         d.names[copies] = d.names[originals]
         d.aliases[copies] = d.aliases[originals]
-        d.namesake_group[copies] = originals
-        d.namesake_group[originals] = originals
+        d.namesake_group[copies] = originals + d.start
+        d.namesake_group[originals] = originals + d.start
 
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")

@@ -15,7 +15,6 @@ from generators.base import (
     pick_founded_before,
     register,
     sample_dates,
-    unique_names,
     weighted_choice,
     years,
 )
@@ -39,7 +38,7 @@ WINNER_OCCUPATIONS = {
 )
 def generate_awards(ctx: GenContext) -> None:
     ctx.source = "awards-v0"
-    n, present = ctx.counts["award"], ctx.present
+    n, present = ctx.span("award")[1], ctx.present
     r = ctx.rng("award/attributes")
     established = sample_dates(r, n, year_start(1900), min(year_end(2015), present), 1.2)
     field = r.integers(len(AWARD_FIELDS), size=n)
@@ -56,7 +55,7 @@ def generate_awards(ctx: GenContext) -> None:
             out.append(pats[int(x * 100) % len(pats)].format(s=st, n=vocab.NOUNS[j]))
         return out
 
-    ctx.set_names("award", unique_names(candidates, n, reject=is_real_place), culture=_culture_names(culture))
+    ctx.set_names("award", ctx.unique("award", candidates, n, reject=is_real_place), culture=_culture_names(culture))
     ctx.set_attr("award", "established", established)
     ctx.set_attr("award", "field", np.array(AWARD_FIELDS, dtype=object)[field])
     _presenters(ctx, established, field)
@@ -110,7 +109,7 @@ def _winners(ctx: GenContext, established: np.ndarray, field: np.ndarray) -> Non
 @register("events-v0", produces=("event",), after=("person", "company", "university", "city"))
 def generate_events(ctx: GenContext) -> None:
     ctx.source = "events-v0"
-    n, present = ctx.counts["event"], ctx.present
+    n, present = ctx.span("event")[1], ctx.present
     r = ctx.rng("event/attributes")
     start = sample_dates(r, n, year_start(1950), present - 12, 1.5).astype(np.int64)
     end = np.minimum(start + r.integers(0, 10, n), present)
@@ -130,7 +129,7 @@ def generate_events(ctx: GenContext) -> None:
 
 def _name_events(ctx: GenContext, start: np.ndarray, kind: np.ndarray, city: np.ndarray) -> None:
     """Names like "<place> <kind title> <year>": the host city first, else an invented place."""
-    city_names = ctx["city"].names
+    city_names = need(ctx.flow.cities, "city").names
     culture = need(ctx.flow.cities, "city").culture[city]
     yr = years_of(start)
     rn = ctx.rng("event/names")
@@ -144,7 +143,7 @@ def _name_events(ctx: GenContext, start: np.ndarray, kind: np.ndarray, city: np.
             out.append(f"{place} {title} {yr[s]}")
         return out
 
-    ctx.set_names("event", unique_names(candidates, len(start)), culture=_culture_names(culture))
+    ctx.set_names("event", ctx.unique("event", candidates, len(start)), culture=_culture_names(culture))
 
 
 def _organisers(ctx: GenContext, start: np.ndarray) -> None:

@@ -4,11 +4,14 @@ Generators run in causal order (``after=`` in the registry) and pass on only wha
 generator reads; everything else goes straight into the world through ``GenContext``::
 
     places-v0 ──Cities──▶ people-v0 ──People──▶ companies / universities / publishers / teams
-                                                 │ Companies, Founded
+                                                 │ Companies, Founded (then staff, students
+                                                 │ and players, per block of people)
                                                  ▼
                               books / films / albums / products ──Released──▶ awards, events
 
-All columns are indexed by the type-local index (row ``i`` is entity ``i`` of that type).
+All columns are indexed by the type-local index (row ``i`` is entity ``i`` of that type). A
+block task (generators/blocks.py) reads every type whole here, and hands on its own block's
+rows, which the run joins in block order before the next generator starts.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class Cities:
     country: npt.NDArray[np.int64]  # local index of the city's country
     culture: npt.NDArray[np.int64]  # index into morphology.CULTURES (the country's culture)
     population: npt.NDArray[np.int64]  # also the weight for placing people and organisations
+    names: npt.NDArray[np.object_]  # the city's name (before namesakes): universities, teams, events
 
 
 @dataclass(frozen=True)
@@ -80,13 +84,19 @@ class Flow:
     companies: Companies | None = None  # companies-v0
     universities: Founded | None = None  # universities-v0
     publishers: Founded | None = None  # publishers-v0
+    teams: Founded | None = None  # sports-teams-v0
     books: Released | None = None  # books-v0
     films: Released | None = None  # films-v0
     albums: Released | None = None  # albums-v0
 
     def founded(self, org_type: str) -> Founded:
         """The founding dates of ``org_type`` ("company", "university" or "publisher")."""
-        slots = {"company": self.companies, "university": self.universities, "publisher": self.publishers}
+        slots = {
+            "company": self.companies,
+            "university": self.universities,
+            "publisher": self.publishers,
+            "sports_team": self.teams,
+        }
         return need(slots[org_type], org_type)
 
     def released(self, work_type: str) -> Released:

@@ -16,26 +16,32 @@ from generators.base import (
     AlivePicker,
     GenContext,
     clean_stems,
+    people_task,
     pick_founded_before,
     register,
     sample_dates,
     slug,
-    unique_names,
     weighted_choice,
     years,
 )
-from generators.flow import Companies, Founded, need
+from generators.flow import Companies, Founded, People, need
 
 NA = int(NA_DATE)
 
 
 def people_picker(ctx: GenContext, occupations: tuple[str, ...] = ()) -> AlivePicker:
+    """A picker over every person (of ``occupations``), kept with the hand-off: the block
+    tasks of a generator pick from the same people again and again."""
     people = need(ctx.flow.people, "person")
-    pool = np.arange(ctx.counts["person"])
-    if occupations:
-        codes = [OCCUPATIONS.index(o) for o in occupations]
-        pool = pool[np.isin(people.occupation, codes)]
-    return AlivePicker(people.birth, people.death, pool, ctx.present)
+    memo = people.__dict__.setdefault("_pickers", {})
+    key = (tuple(occupations), ctx.present)
+    if key not in memo:
+        pool = np.arange(len(people.birth))
+        if occupations:
+            codes = [OCCUPATIONS.index(o) for o in occupations]
+            pool = pool[np.isin(people.occupation, codes)]
+        memo[key] = AlivePicker(people.birth, people.death, pool, ctx.present)
+    return memo[key]
 
 
 def pick_people(ctx: GenContext, rng, occupations, when, min_age, max_age, until=None) -> np.ndarray:
@@ -53,6 +59,14 @@ def alive_to(ctx: GenContext) -> np.ndarray:
     return need(ctx.flow.people, "person").alive_to(ctx.present)
 
 
+def own_people(ctx: GenContext) -> People:
+    """The people a task over person blocks (:attr:`WorldGenerator.people`) makes facts for:
+    its block, indexed block-relative (every person without blocks)."""
+    people = need(ctx.flow.people, "person")
+    first, n = ctx.span("person")
+    return People(*(getattr(people, f)[first : first + n] for f in ("birth", "death", "occupation", "culture")))
+
+
 def bounded_interval(
     start: np.ndarray, end: np.ndarray, person_end: np.ndarray, death: np.ndarray, present: int
 ) -> np.ndarray:
@@ -64,6 +78,7 @@ def bounded_interval(
 
 def successive_stints(
     ctx: GenContext,
+    people: People,
     rng,
     who: np.ndarray,
     start: np.ndarray,
@@ -78,7 +93,7 @@ def successive_stints(
     that existed when each stint began; a stint starts at least ``lead`` days before the
     person's death / the present, lasts ``duration`` years, and a second one follows with
     probability ``again`` after a ``gap`` in years. Returns (people, orgs, starts, ends)."""
-    death, life_end, present = need(ctx.flow.people, "person").death, alive_to(ctx), ctx.present
+    death, life_end, present = people.death, people.alive_to(ctx.present), ctx.present
     subj, obj, starts, ends = [], [], [], []
     for _stint in range(2):
         ok = start + lead < np.minimum(life_end[who], present)
@@ -110,7 +125,7 @@ def org_names(ctx: GenContext, key: str, culture: np.ndarray, build) -> tuple[li
         ]
 
     # the stems are clean, but a whole name can still spell a real place ("Gubad AG" ~ Gubadag)
-    return unique_names(candidates, len(culture), reject=is_real_place), stems
+    return ctx.unique(key.split("/")[0], candidates, len(culture), reject=is_real_place), stems
 
 
 def _pattern(patterns: tuple[str, ...], u: float, **kw: str) -> str:
@@ -124,7 +139,7 @@ def _culture_of_cities(ctx: GenContext, cities: np.ndarray) -> np.ndarray:
 @register("companies-v0", produces=("company",), after=("person", "city"))
 def generate_companies(ctx: GenContext) -> None:
     ctx.source = "companies-v0"
-    n = ctx.counts["company"]
+    n = ctx.span("company")[1]
     founded, founder, cofounder = _founded(ctx, n)
     hq = weighted_choice(ctx.rng("headquartered_in"), need(ctx.flow.cities, "city").population, n)
     industry = _company_figures(ctx, founded)
@@ -209,16 +224,15 @@ def _ceos_and_staff(ctx: GenContext, founded: np.ndarray, founder: np.ndarray) -
         ]
     )
     w_start = np.minimum(w_start, terms.start)
-    who, where, start, end = _hires(ctx, founded)
-    ctx.relate(
-        "works_for",
-        "person",
-        np.r_[terms.ceo, who],
-        "company",
-        np.r_[terms.comp, where],
-        start=np.r_[w_start, start],
-        end=np.r_[terms.end, end],
-    )
+    ctx.relate("works_for", "person", terms.ceo, "company", terms.comp, start=w_start, end=terms.end)
+
+
+@people_task("companies-v0")
+def company_staff(ctx: GenContext) -> None:
+    """Ordinary staff, drawn for each block of people: they follow the chief executives'
+    ``works_for`` facts."""
+    who, where, start, end = _hires(ctx, need(ctx.flow.companies, "company").founded)
+    ctx.relate("works_for", "person", who, "company", where, start=start, end=end, after="works_for")
 
 
 def _term_slots(rc: np.random.Generator, founded: np.ndarray, present: int):
@@ -258,8 +272,8 @@ def _ceo_terms(ctx: GenContext, rc: np.random.Generator, founded: np.ndarray, fo
 def _hires(ctx: GenContext, founded: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Ordinary staff: adults joining a company that existed then, for a few years.
     Returns (person, company, start, end)."""
-    people = need(ctx.flow.people, "person")
-    birth, death, life_end = people.birth.astype(np.int64), people.death, alive_to(ctx)
+    people = own_people(ctx)
+    birth, death, life_end = people.birth.astype(np.int64), people.death, people.alive_to(ctx.present)
     rw = ctx.rng("works_for")
     m = int(0.3 * len(birth))
     who = rw.integers(len(birth), size=m)
@@ -291,14 +305,14 @@ def _acquisitions(ctx: GenContext, founded: np.ndarray) -> None:
 @register("universities-v0", produces=("university",), after=("person", "city"))
 def generate_universities(ctx: GenContext) -> None:
     ctx.source = "universities-v0"
-    n, present = ctx.counts["university"], ctx.present
+    n, present = ctx.span("university")[1], ctx.present
     r = ctx.rng("university/attributes")
     hi = min(year_end(2005), present - int(years(5)))
     founded = (year_start(1150) + np.floor(r.beta(2.5, 1.2, n) * (hi - year_start(1150)))).astype(np.int32)
     city = weighted_choice(ctx.rng("university/located_in"), need(ctx.flow.cities, "city").population, n)
     kind = r.integers(len(UNIVERSITY_KINDS), size=n)
     students = np.exp(r.normal(np.log(9_000), 0.9, n)).clip(300, 120_000).astype(np.int64)
-    city_names = ctx["city"].names
+    city_names = need(ctx.flow.cities, "city").names
 
     def build(s, t, u, slot):
         return _pattern(vocab.UNIVERSITY_PATTERNS[UNIVERSITY_KINDS[kind[slot]]], u, s=s, c=city_names[city[slot]])
@@ -312,18 +326,19 @@ def generate_universities(ctx: GenContext) -> None:
     ctx.set_attr("university", "website", object_array([f"https://www.{slug(x)}.edu" for x in names]))
     ctx.flow.universities = Founded(founded=founded)
     ctx.relate("located_in", "university", np.arange(n), "city", city)
-    if ctx.has("person"):
-        _students(ctx, founded)
 
 
-def _students(ctx: GenContext, founded: np.ndarray) -> None:
+@people_task("universities-v0")
+def students(ctx: GenContext) -> None:
     """55% of people study after school at a university that existed then; some study twice."""
+    founded = need(ctx.flow.universities, "university").founded
     rs = ctx.rng("studied_at")
-    birth = need(ctx.flow.people, "person").birth.astype(np.int64)
+    people = own_people(ctx)
+    birth = people.birth.astype(np.int64)
     who = np.flatnonzero(rs.random(len(birth)) < 0.55)
     start = birth[who] + years(rs.uniform(17.5, 23, len(who)))
     subj, obj, starts, ends = successive_stints(
-        ctx, rs, who, start, founded, lead=int(years(1)), duration=(3, 6), again=0.15, gap=(0.3, 4)
+        ctx, people, rs, who, start, founded, lead=int(years(1)), duration=(3, 6), again=0.15, gap=(0.3, 4)
     )
     ctx.relate("studied_at", "person", subj, "university", obj, start=starts, end=ends)
 
@@ -331,7 +346,7 @@ def _students(ctx: GenContext, founded: np.ndarray) -> None:
 @register("publishers-v0", produces=("publisher",), after=("city",))
 def generate_publishers(ctx: GenContext) -> None:
     ctx.source = "publishers-v0"
-    n = ctx.counts["publisher"]
+    n = ctx.span("publisher")[1]
     r = ctx.rng("publisher/attributes")
     hi = min(year_end(2015), ctx.present - int(years(1)))
     founded = (year_start(1750) + np.floor(r.beta(2.0, 1.3, n) * (hi - year_start(1750)))).astype(np.int32)
@@ -355,13 +370,13 @@ def generate_publishers(ctx: GenContext) -> None:
 @register("sports-teams-v0", produces=("sports_team",), after=("person", "city"))
 def generate_sports_teams(ctx: GenContext) -> None:
     ctx.source = "sports-teams-v0"
-    n, present = ctx.counts["sports_team"], ctx.present
+    n, present = ctx.span("sports_team")[1], ctx.present
     r = ctx.rng("sports_team/attributes")
     founded = sample_dates(r, n, year_start(1870), min(year_end(2015), present - int(years(1))), recent_bias=1.3)
     sport = r.integers(len(SPORTS), size=n)
     capacity = np.exp(r.normal(np.log(12_000), 0.9, n)).clip(800, 100_000).astype(np.int64)
     city = weighted_choice(ctx.rng("based_in"), need(ctx.flow.cities, "city").population, n)
-    city_names = ctx["city"].names
+    city_names = need(ctx.flow.cities, "city").names
 
     def build(s, t, u, slot):
         return _pattern(
@@ -374,20 +389,21 @@ def generate_sports_teams(ctx: GenContext) -> None:
     ctx.set_attr("sports_team", "sport", np.array(SPORTS, dtype=object)[sport])
     ctx.set_attr("sports_team", "stadium_capacity", capacity)
     ctx.set_attr("sports_team", "website", object_array([f"https://www.{slug(x)}.club" for x in names]))
+    ctx.flow.teams = Founded(founded=founded)
     ctx.relate("based_in", "sports_team", np.arange(n), "city", city)
-    if ctx.has("person"):
-        _players(ctx, founded)
 
 
-def _players(ctx: GenContext, founded: np.ndarray) -> None:
+@people_task("sports-teams-v0")
+def players(ctx: GenContext) -> None:
     """Athletes play for teams that existed when they started: one or two careers each."""
+    founded = need(ctx.flow.teams, "sports_team").founded
     rm = ctx.rng("member_of")
-    people = need(ctx.flow.people, "person")
+    people = own_people(ctx)
     birth = people.birth.astype(np.int64)
     who = np.flatnonzero(people.occupation == OCCUPATIONS.index("athlete"))
     start = birth[who] + years(rm.uniform(17, 26, len(who)))
     subj, obj, starts, ends = successive_stints(
-        ctx, rm, who, start, founded, lead=30, duration=(1, 10), again=0.4, gap=(0.0, 1.0)
+        ctx, people, rm, who, start, founded, lead=30, duration=(1, 10), again=0.4, gap=(0.0, 1.0)
     )
     ctx.relate("member_of", "person", subj, "sports_team", obj, start=starts, end=ends)
 

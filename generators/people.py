@@ -15,7 +15,6 @@ from generators.base import (
     namesake_pairs,
     register,
     sample_dates,
-    unique_names,
     weighted_choice,
     years,
 )
@@ -101,14 +100,14 @@ def generate_people(ctx: GenContext) -> None:
     names = _named(ctx, lives, children)
     in_family = np.zeros(len(names), bool)
     in_family[np.concatenate([marriages.a, marriages.b, children.child])] = True
-    female, group = _namesakes(ctx, names, lives.female, in_family)
+    female, group = _namesakes(ctx, names, lives.female, in_family)  # families and namesakes: within a block
     _record_people(ctx, lives, names, female, group)
     _relate_people(ctx, cities, lives, marriages, children)
     ctx.flow.people = People(birth=lives.birth, death=lives.death, occupation=lives.occupation, culture=lives.culture)
 
 
 def _born(ctx: GenContext, cities: Cities) -> _Lives:
-    n, present = ctx.counts["person"], ctx.present
+    n, present = ctx.span("person")[1], ctx.present
     r = ctx.rng("person/attributes")
     # births span 1880-2006 for a 2025 world; a later present shifts that window forward
     shift = max(0, present - year_end(2025))
@@ -181,7 +180,7 @@ def _named(ctx: GenContext, lives: _Lives, children: _Children) -> np.ndarray:
     rn = ctx.rng("person/names")
     surname = _surnames(rn, lives, children)
     given = _given_names(rn, lives.culture, lives.female)
-    return _full_names(rn, lives, given, surname)
+    return _full_names(ctx, rn, lives, given, surname)
 
 
 def _surnames(rn: np.random.Generator, lives: _Lives, children: _Children) -> np.ndarray:
@@ -211,7 +210,9 @@ def _given_names(rn: np.random.Generator, culture: np.ndarray, female: np.ndarra
     return given
 
 
-def _full_names(rn: np.random.Generator, lives: _Lives, given: np.ndarray, surname: np.ndarray) -> np.ndarray:
+def _full_names(
+    ctx: GenContext, rn: np.random.Generator, lives: _Lives, given: np.ndarray, surname: np.ndarray
+) -> np.ndarray:
     """Given name and surname; a clash gets a middle initial, and from round 4 a new given name."""
     culture, female = lives.culture, lives.female
     famous = famous_people()
@@ -226,7 +227,9 @@ def _full_names(rn: np.random.Generator, lives: _Lives, given: np.ndarray, surna
         initials = _LETTERS[rn.integers(len(_LETTERS), size=len(slots))]
         return [f"{g} {i}. {s}" for g, i, s in zip(given[slots], initials, surname[slots])]
 
-    return np.array(unique_names(candidates, len(culture), reject=lambda x: normalize(x) in famous), dtype=object)
+    return np.array(
+        ctx.unique("person", candidates, len(culture), reject=lambda x: normalize(x) in famous), dtype=object
+    )
 
 
 def _namesakes(
@@ -239,8 +242,9 @@ def _namesakes(
     names[copies] = names[originals]
     female = female.copy()
     female[copies] = female[originals]
-    group[copies] = originals
-    group[originals] = originals
+    first = ctx.span("person")[0]
+    group[copies] = originals + first
+    group[originals] = originals + first
     return female, group
 
 

@@ -59,7 +59,12 @@ def generate_places(ctx: GenContext) -> None:
     reg_pop, reg_area = _region_quantities(ctx, nest, pop, area)
     _country_quantities(ctx, nest, reg_pop, reg_area)
     _relate_places(ctx, nest, pop)
-    ctx.flow.cities = Cities(country=nest.city_country, culture=nest.country_culture[nest.city_country], population=pop)
+    ctx.flow.cities = Cities(
+        country=nest.city_country,
+        culture=nest.country_culture[nest.city_country],
+        population=pop,
+        names=ctx["city"].names.copy(),
+    )
 
 
 def _nest(ctx: GenContext) -> _Nesting:

@@ -9,7 +9,7 @@ from fictionworld.dates import year_start
 from fictionworld.schema import BOOK_GENRES, FILM_GENRES, MUSIC_GENRES, OCCUPATIONS, PRODUCT_CATEGORIES
 from fictionworld.tables import object_array
 from generators import vocab
-from generators.base import GenContext, clean_stems, pick_founded_before, register, sample_dates, unique_names, years
+from generators.base import GenContext, clean_stems, pick_founded_before, register, sample_dates, years
 from generators.flow import Released, need
 from generators.morphology import CULTURES
 from generators.orgs import alive_to, pick_people
@@ -57,7 +57,7 @@ def titles(ctx: GenContext, key: str, n: int, culture: np.ndarray, patterns: tup
             for p, i, j, s in zip(pat, a, b, stems)
         ]
 
-    return unique_names(candidates, n)
+    return ctx.unique(key.split("/")[0], candidates, n)
 
 
 def _article(title: str) -> str:
@@ -96,7 +96,7 @@ def _org_after(ctx: GenContext, rng, org_type: str, when: np.ndarray, share: flo
 @register("books-v0", produces=("book",), after=("person", "publisher"))
 def generate_books(ctx: GenContext) -> None:
     ctx.source = "books-v0"
-    n, present = ctx.counts["book"], ctx.present
+    n, present = ctx.span("book")[1], ctx.present
     r = ctx.rng("book/attributes")
     pub_founded = need(ctx.flow.publishers, "publisher").founded
     lo = max(year_start(1880), int(pub_founded.min()) + 1)
@@ -120,7 +120,7 @@ def generate_books(ctx: GenContext) -> None:
 @register("films-v0", produces=("film",), after=("person", "company"))
 def generate_films(ctx: GenContext) -> None:
     ctx.source = "films-v0"
-    n = ctx.counts["film"]
+    n = ctx.span("film")[1]
     r = ctx.rng("film/attributes")
     director, date = active_people(ctx, ctx.rng("directed_by"), n, ("film director",), 22, 82, year_start(1905))
     producer = _org_after(ctx, ctx.rng("produced_by"), "company", date, 0.8)
@@ -144,7 +144,7 @@ def generate_films(ctx: GenContext) -> None:
 @register("albums-v0", produces=("album",), after=("person", "company"))
 def generate_albums(ctx: GenContext) -> None:
     ctx.source = "albums-v0"
-    n = ctx.counts["album"]
+    n = ctx.span("album")[1]
     r = ctx.rng("album/attributes")
     artist, date = active_people(ctx, ctx.rng("performed_by"), n, ("musician",), 15, 82, year_start(1925))
     label = _org_after(ctx, ctx.rng("released_by"), "company", date, 0.7)
@@ -190,7 +190,7 @@ _PRICE = dict(
 @register("products-v0", produces=("product",), after=("company",))
 def generate_products(ctx: GenContext) -> None:
     ctx.source = "products-v0"
-    n, present = ctx.counts["product"], ctx.present
+    n, present = ctx.span("product")[1], ctx.present
     r = ctx.rng("product/attributes")
     rm = ctx.rng("manufactured_by")
     companies = need(ctx.flow.companies, "company")
@@ -208,7 +208,7 @@ def generate_products(ctx: GenContext) -> None:
         num = rn.integers(2, 990 if rnd < 5 else 99_990, size=len(slots)).tolist()
         return [f"{brand[s]} {vocab.PRODUCT_WORDS[i]} {k}" for s, i, k in zip(slots.tolist(), w, num)]
 
-    ctx.set_names("product", unique_names(candidates, n))
+    ctx.set_names("product", ctx.unique("product", candidates, n))
     ctx.set_attr("product", "launch_date", date.astype(np.int32))
     ctx.set_attr("product", "category", np.array(PRODUCT_CATEGORIES, dtype=object)[category])
     ctx.set_attr("product", "price_usd", price)

@@ -281,7 +281,7 @@ def test_a_manifest_with_a_bad_spec_is_in_words(files, tmp_path):
     r = cli("stats", d)
     assert clean_failure(r) == [
         f"error: {d}/manifest.json: invalid spec: spec field 'entities': must be >= 1, not -3; spec field 'bogus': "
-        "unknown spec field; valid spec fields: entities, exclude_relations, name, present, types, web"
+        "unknown spec field; valid spec fields: entities, exclude_relations, generation_block, name, present, types, web"
     ]
 
 

@@ -34,6 +34,7 @@ def test_every_slot_is_filled_with_its_type(ctx):
         "books": Released,
         "films": Released,
         "albums": Released,
+        "teams": Founded,
     }
     assert {s.name for s in dataclasses.fields(Flow)} == set(expected)
     for slot, cls in expected.items():
@@ -46,6 +47,7 @@ def test_columns_have_the_declared_dtypes_and_lengths(ctx):
         (f.cities.country, np.int64, "city"),
         (f.cities.culture, np.int64, "city"),
         (f.cities.population, np.int64, "city"),
+        (f.cities.names, np.object_, "city"),
         (f.people.birth, np.int32, "person"),
         (f.people.death, np.int32, "person"),
         (f.people.occupation, np.int64, "person"),
@@ -54,6 +56,7 @@ def test_columns_have_the_declared_dtypes_and_lengths(ctx):
         (f.companies.stem, np.object_, "company"),
         (f.universities.founded, np.int32, "university"),
         (f.publishers.founded, np.int32, "publisher"),
+        (f.teams.founded, np.int32, "sports_team"),
         (f.books.date, np.int64, "book"),
         (f.films.date, np.int64, "film"),
         (f.albums.date, np.int64, "album"),

@@ -23,9 +23,12 @@ SEED = 4  # a world with URL clashes: the join renames pages and orders the new 
 QUERIES = ("festival", "river city", "people born in", "Films released in 1998", "company founded", "award 2004")
 
 
-def small_spec(entities: int = 3000, block: int = 128):
+def small_spec(entities: int = 3000, block: int = 128, generation_block: int = 256):
+    """A small world in many render blocks and many generation blocks (people, books, …)."""
     spec = default_spec(entities)
-    return spec.model_copy(update={"web": spec.web.model_copy(update={"block": block})})
+    return spec.model_copy(
+        update={"web": spec.web.model_copy(update={"block": block}), "generation_block": generation_block}
+    )
 
 
 def fingerprint(path: Path) -> dict:

@@ -149,9 +149,9 @@ def _no_facts():
 
 
 def _node() -> str:
-    import socket
+    from fictionworld.executors import node_name
 
-    return socket.gethostname()
+    return node_name()
 
 
 class StreamedCheck:

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
+from fictionworld.executors import node_name as _node
 from fictionworld.web.join import PAGES_DONE, join_pages, join_shards
 from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import RENDERER, Renderer, plain_text
@@ -76,15 +77,22 @@ def _renderer(store: str) -> Renderer:
     return r
 
 
-def make_graph(spec: dict, seed: int, graph: str, store: str) -> dict:
+def make_graph(spec: dict, seed: int, graph: str, store: str, where: tuple = ("local", 1)) -> dict:
     """Generate the world, save it to ``graph`` and its render store to ``store``: the one
     stage that holds the whole world, run in a process of its own so that its memory goes
-    back to the system before the shards start."""
+    back to the system before the shards start. The generators' block tasks run on
+    ``where``: ``("local", workers)`` (forked from this process) or ``("ray",)`` (the cluster
+    this task runs on)."""
     from fictionworld.spec import WorldSpec
     from generators import generate_world
 
     t = time.perf_counter()
-    world = generate_world(WorldSpec.model_validate(spec), int(seed))
+    tasks = LocalTasks(where[1]) if where[0] == "local" else RayTasks(None, None)
+    tasks.start([])
+    try:
+        world = generate_world(WorldSpec.model_validate(spec), int(seed), tasks=tasks)
+    finally:
+        tasks.stop()
     gen_s = time.perf_counter() - t
     write_graph(world, graph, store)
     return {"generate_s": gen_s, "save_s": time.perf_counter() - t - gen_s, "graph_peak_rss": _peak_rss()}
@@ -135,18 +143,6 @@ def _peak_rss() -> int:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _node() -> str:
-    """Where a task ran: the Ray node id inside a Ray worker, else ``local``."""
-    try:
-        import ray
-
-        if ray.is_initialized():
-            return ray.get_runtime_context().get_node_id()
-    except Exception:  # noqa: BLE001  (no Ray, or not in a Ray worker)
-        pass
-    return "local"
 
 
 def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str) -> tuple[int, str, float]:
@@ -262,7 +258,8 @@ def build_world(
         write_graph(world, graph, store)
     else:
         say("generating the graph", 0, 1)
-        times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store)))
+        where = ("ray",) if use_ray else ("local", workers)
+        times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store), where))
     world = None
     if plan is None:
         blocks = RenderStore.open(store).blocks
