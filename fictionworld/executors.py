@@ -188,7 +188,9 @@ class RayTasks:
 
         remote = self._fns.get(fn)
         if remote is None:
-            remote = self._fns[fn] = ray.remote(num_cpus=1, max_retries=POOL_RESTARTS)(fn)
+            # SPREAD: a build's tasks are independent; spreading them spreads their memory and
+            # disk traffic over the nodes (the default packs short tasks onto the driver's node)
+            remote = self._fns[fn] = ray.remote(num_cpus=1, max_retries=POOL_RESTARTS, scheduling_strategy="SPREAD")(fn)
         return remote.remote(*args)
 
     def wait(self, pending):
