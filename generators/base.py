@@ -1,20 +1,20 @@
-"""Generation context, seeding and the generator registry."""
+"""Generation context (one run, or one block task of it), the generator registry, and the
+sampling helpers the generators share."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fictionworld.dates import NA_DATE, YEAR, to_days
-from fictionworld.folding import ascii_key
-from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, DType
+from fictionworld.schema import PREDICATE_CODE, DType
 from fictionworld.seeding import child_seed
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import NA_INT, TYPE_CODE, EntityTable, FactTable, object_array
+from fictionworld.tables import NA_INT, FactTable, object_array
 from generators.flow import Flow
+from generators.naming import _Taken, unique_names
 
 __all__ = [
     "Block",
@@ -97,7 +97,6 @@ class GenContext:
         self._facts: list[FactTable] = []
         self._records: list[tuple[int, str, str | None, str]] = []  # (call number, relation, after, source)
         self._calls = 0
-        self._sources: list[str] = []
         self.source = ""
         self.reopen: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # see unique()
 
@@ -159,16 +158,16 @@ class GenContext:
                 obj=o[keep] + self.types[obj_type].offset,
                 start=start,
                 end=end,
-                source=self._source_code(),
+                source=0,  # the run's source code, set when the blocks are joined (blocks.py)
             )
         )
         self._records.append((call, rel, after, self.source))
 
-    def unique(self, t: str, candidates, n: int, reject=None, taken: set[str] | None = None) -> list[str]:
+    def unique(self, t: str, candidates, n: int, reject=None) -> list[str]:
         """:func:`unique_names` for the names of type ``t``; in a block task, then again for
         the slots the run found taken in other blocks (``reopen[t]``: (block-relative slots,
         sorted name hashes of every block), one pair per round of that search)."""
-        out = unique_names(candidates, n, taken=taken, reject=reject)
+        out = unique_names(candidates, n, reject=reject)
         for slots, banned in self.reopen.get(t, ()):
             keep = np.ones(n, bool)
             keep[slots] = False
@@ -181,42 +180,6 @@ class GenContext:
             for slot, name in zip(slots.tolist(), new):
                 out[slot] = name
         return out
-
-    def _source_code(self) -> int:
-        if self.source not in self._sources:
-            self._sources.append(self.source)
-        return self._sources.index(self.source)
-
-    def finalize(self) -> tuple[EntityTable, FactTable]:
-        ent_parts = []
-        attr_parts = []
-        for t, d in self.types.items():
-            if d.names is None:
-                raise RuntimeError(f"no generator produced names for {t}")
-            ent_parts.append(
-                EntityTable(
-                    type_code=np.full(d.n, TYPE_CODE[t], np.int16),
-                    local=np.arange(d.n, dtype=np.int32),
-                    name=d.names,
-                    aliases=d.aliases,
-                    culture=d.culture,
-                    namesake_group=d.namesake_group,
-                )
-            )
-            schema = ENTITY_TYPES[t]
-            for a_name in self.spec.attributes(t):
-                if a_name not in d.attrs:
-                    continue
-                attr = schema.attribute(a_name)
-                vals = d.attrs[a_name]
-                self.source = d.source
-                attr_parts.append(_attribute_facts(d, attr.dtype, a_name, vals, self._source_code()))
-        entities = ent_parts[0]
-        for p in ent_parts[1:]:
-            entities = entities.concat(p)
-        facts = FactTable.concat_all(attr_parts + self._facts, tuple(self._sources))
-        facts = facts.with_values(id=np.arange(len(facts), dtype=np.int64))
-        return entities, facts
 
 
 def _attribute_facts(d: TypeData, dtype: DType, name: str, vals: np.ndarray, source: int) -> FactTable:
@@ -379,109 +342,6 @@ def weighted_choice(rng: np.random.Generator, weights: np.ndarray, n: int) -> np
     return np.minimum(np.searchsorted(cdf, rng.random(n), "right"), len(p) - 1)
 
 
-def unique_names(
-    candidates: Callable[[np.ndarray, int], list[str]],
-    n: int,
-    taken: set[str] | None = None,
-    max_rounds: int = 60,
-    reject: Callable[[str], bool] | None = None,
-) -> list[str]:
-    """Fill ``n`` slots with distinct names: ``candidates(slots, round)`` proposes one name per
-    slot still open; the first unused proposal wins (order-preserving, so deterministic)."""
-    taken = set() if taken is None else taken
-    out: list[str | None] = [None] * n
-    todo = list(range(n))
-    for rnd in range(max_rounds):
-        if not todo:
-            break
-        props = candidates(np.asarray(todo, np.int64), rnd)
-        rest = []
-        for slot, name in zip(todo, props):
-            if name in taken or (reject is not None and reject(name)):
-                rest.append(slot)
-            else:
-                taken.add(name)
-                out[slot] = name
-        todo = rest
-    if todo:
-        raise RuntimeError(f"could not invent {len(todo)} distinct names after {max_rounds} rounds")
-    return out  # type: ignore[return-value]
-
-
-def name_hashes(names) -> np.ndarray:
-    """A 64-bit hash of each name, the same in every process and on every machine: a
-    polynomial over the UTF-8 bytes, then a SplitMix64 finish, vectorised. Two names with one
-    hash only cost a redrawn name (generators/blocks.py), never a wrong world."""
-    import pyarrow as pa
-
-    arr = pa.array(list(names), pa.large_string())
-    if len(arr) == 0:
-        return np.zeros(0, np.uint64)
-    offsets = np.frombuffer(arr.buffers()[1], np.int64)[: len(arr) + 1]
-    data = np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
-    lengths = np.diff(offsets)
-    pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    powers = np.cumprod(np.full(int(lengths.max(initial=0)) + 1, 0x100000001B3, np.uint64))
-    terms = (data[: offsets[-1]].astype(np.uint64) + np.uint64(1)) * powers[pos]
-    h = np.zeros(len(arr), np.uint64)
-    np.add.at(h, np.repeat(np.arange(len(arr)), lengths), terms)
-    h ^= lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
-class _Taken:
-    """Names taken: a set of this block's, and the sorted hashes of every block's."""
-
-    def __init__(self, names: set[str], banned: np.ndarray):
-        self.names, self.banned = names, banned
-
-    def __contains__(self, name: str) -> bool:
-        if name in self.names:
-            return True
-        h = name_hashes([name])
-        i = np.searchsorted(self.banned, h)
-        return bool(i[0] < len(self.banned) and self.banned[i[0]] == h[0])
-
-    def add(self, name: str) -> None:
-        self.names.add(name)
-
-
-def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4) -> np.ndarray:
-    """One invented word per entry of ``cultures`` (indices into CULTURES), none of them a real
-    place name (gazetteer) and none shorter than ``min_len``."""
-    from fictionworld.gazetteer import normalize_many, real_place_names
-    from generators.morphology import CULTURES, invent_words, pronounceable
-
-    gaz = real_place_names()
-    cultures = np.asarray(cultures, np.int64)
-    out = np.empty(len(cultures), dtype=object)
-    todo = np.arange(len(cultures))
-    for _ in range(100):
-        if len(todo) == 0:
-            return out
-        for c in np.unique(cultures[todo]).tolist():
-            idx = todo[cultures[todo] == c]
-            out[idx] = invent_words(CULTURES[c], len(idx), rng)
-        words = out[todo].tolist()
-        keys = normalize_many(words)
-        todo = np.array(
-            [i for i, w, k in zip(todo.tolist(), words, keys) if len(w) < min_len or k in gaz or not pronounceable(w)],
-            np.int64,
-        )
-    raise RuntimeError("could not invent gazetteer-free words")
-
-
-def join_suffix(stem: str, suffix: str) -> str:
-    """Glue a suffix to a stem, dropping a doubled vowel at the seam."""
-    if stem and suffix and stem[-1] in "aeiouy" and suffix[0] in "aeiouy":
-        stem = stem[:-1]
-    return stem + suffix
-
-
 def namesake_pairs(ctx: GenContext, t: str, eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Deliberate namesakes asked for by ``namesake_rate``: (copies, originals), local indices
     (block-relative in a block task: namesakes are drawn within a block), all distinct; each
@@ -506,14 +366,6 @@ def apply_namesakes(ctx: GenContext, t: str) -> None:
         d.aliases[copies] = d.aliases[originals]
         d.namesake_group[copies] = originals + d.start
         d.namesake_group[originals] = originals + d.start
-
-
-_NOT_SLUG = re.compile(r"[^a-z0-9]+")
-
-
-def slug(name: str) -> str:
-    """``name`` as a URL part: ASCII letters and digits joined by dashes."""
-    return _NOT_SLUG.sub("-", ascii_key(name)).strip("-")
 
 
 def na_int(n: int) -> np.ndarray:

@@ -41,9 +41,9 @@ from generators.base import (
     block_spans,
     child_seed,
     make,
-    name_hashes,
 )
 from generators.flow import Flow
+from generators.naming import name_hashes
 
 __all__ = ["BlockOutput", "run_block", "generate_blocks", "waves", "MAX_NAME_ROUNDS"]
 
@@ -88,38 +88,21 @@ def run_block(
     return BlockOutput(types=types, facts=records, flow=new_flow, hashes=hashes)
 
 
-class _Serial:
-    """Tasks run here, one after the other."""
-
-    def share(self, obj):
-        return obj
-
-    def map(self, fn, calls: list[tuple]) -> list:
-        return [fn(*args) for args in calls]
-
-
-class _Pool:
-    """Tasks on an executor of fictionworld/executors.py, results in submission order."""
-
-    def __init__(self, tasks):
-        self.tasks = tasks
-
-    def share(self, obj):
-        return self.tasks.share(obj)
-
-    def map(self, fn, calls: list[tuple]) -> list:
-        futures = [self.tasks.submit(fn, *args) for args in calls]
-        return [self.tasks.result(f) for f in futures]
+def _map(tasks, fn, calls: list[tuple]) -> list:
+    """``fn`` over ``calls`` on ``tasks``, results in call order."""
+    futures = [tasks.submit(fn, *args) for args in calls]
+    return [tasks.result(f) for f in futures]
 
 
 def generate_blocks(
     spec: WorldSpec, seed: int, tasks=None, progress: Callable[[str], None] | None = None
 ) -> tuple[EntityTable, FactTable, list[WorldGenerator]]:
     """The world's entities and facts, made by block tasks (``tasks``: an executor with
-    ``submit``/``result``/``share``, or None to run them here)."""
+    ``submit``/``result``/``share`` (fictionworld/executors.py), or None to run them here)."""
+    from fictionworld.executors import LocalTasks
     from generators import plan
 
-    run = _Serial() if tasks is None else _Pool(tasks)
+    run = LocalTasks(1) if tasks is None else tasks  # one local worker: each task runs here, in turn
     counts = spec.counts()
     size = spec.generation_block
     steps = plan(counts)
@@ -133,7 +116,7 @@ def generate_blocks(
         if progress:
             progress(", ".join(g.id for g in wave))
         calls = {g.id: _calls(spec_json, seed, g, "main", _main_blocks(g, counts, size), shared) for g in wave}
-        outs = _split(calls, run.map(run_block, [c for g in wave for c in calls[g.id]]))
+        outs = _split(calls, _map(run, run_block, [c for g in wave for c in calls[g.id]]))
         outs = _distinct_names(run, [(g.produces[0], calls[g.id], outs[g.id]) for g in wave if g.blocked], size, outs)
         for g in wave:
             main[g.id] = outs[g.id]
@@ -142,7 +125,7 @@ def generate_blocks(
                 shared[slot] = run.share(flow[slot])
         later = [g for g in wave if g.people is not None and "person" in counts]
         calls = {g.id: _calls(spec_json, seed, g, "people", person_blocks, shared) for g in later}
-        people.update(_split(calls, run.map(run_block, [c for g in later for c in calls[g.id]])))
+        people.update(_split(calls, _map(run, run_block, [c for g in later for c in calls[g.id]])))
     if progress:
         progress("assemble")
     return (*_assemble(spec, seed, steps, main, people), steps)
@@ -207,7 +190,7 @@ def _distinct_names(run, todo: list[tuple[str, list[tuple], list[BlockOutput]]],
                 again.append((got, b, (spec_json, seed, gen_id, phase, block, flow, {t: list(reopen[(t, b)])})))
         if not again:
             return outs
-        for (got, b, _), out in zip(again, run.map(run_block, [c for _, _, c in again])):
+        for (got, b, _), out in zip(again, _map(run, run_block, [c for _, _, c in again])):
             got[b] = out
     raise RuntimeError(f"names still shared across blocks after {MAX_NAME_ROUNDS} rounds")
 
@@ -306,21 +289,12 @@ def _fact_order(main: list[BlockOutput], people: list[BlockOutput]):
 
 def _unique_websites(parts: list[TypeData]) -> None:
     """A website taken by an earlier entity (type order, then index) gets ``-2``, ``-3``, …"""
-    seen: set[str] = set()
-    for d in parts:
-        urls = d.attrs.get("website")
-        if urls is None:
-            continue
-        for i, u in enumerate(urls.tolist()):
-            if u is None:
-                continue
-            base, k = u, 2
-            while u in seen:
-                head, _, tld = base.rpartition(".")
-                u = f"{head}-{k}.{tld}"
-                k += 1
-            seen.add(u)
-            urls[i] = u
+
+    def again(first: str, k: int) -> str:
+        head, _, tld = first.rpartition(".")
+        return f"{head}-{k + 2}.{tld}"
+
+    _make_unique(parts, "website", again)
 
 
 def _unique_isbns(parts: list[TypeData], seed: int) -> None:
@@ -330,13 +304,22 @@ def _unique_isbns(parts: list[TypeData], seed: int) -> None:
     from generators.works import _isbn13
 
     rng = np.random.Generator(np.random.PCG64(child_seed(seed, "isbn/again")))
+    _make_unique(parts, "isbn", lambda _first, _k: _isbn13(rng, 1)[0])
+
+
+def _make_unique(parts: list[TypeData], attr: str, again: Callable[[str, int], str]) -> None:
+    """Values of ``attr`` unique over ``parts`` in order: a value taken already is replaced by
+    ``again(value, k)`` for k = 0, 1, … until one is free."""
     seen: set[str] = set()
     for d in parts:
-        isbns = d.attrs.get("isbn")
-        if isbns is None:
+        values = d.attrs.get(attr)
+        if values is None:
             continue
-        for i, x in enumerate(isbns.tolist()):
+        for i, first in enumerate(values.tolist()):
+            if first is None:
+                continue
+            x, k = first, 0
             while x in seen:
-                x = _isbn13(rng, 1)[0]
+                x, k = again(first, k), k + 1
             seen.add(x)
-            isbns[i] = x
+            values[i] = x

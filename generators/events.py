@@ -9,17 +9,10 @@ from fictionworld.gazetteer import is_real_place
 from fictionworld.schema import AWARD_FIELDS, EVENT_KINDS, WORKS_BY_FIELD
 from fictionworld.tables import runs
 from generators import vocab
-from generators.base import (
-    GenContext,
-    clean_stems,
-    pick_founded_before,
-    register,
-    sample_dates,
-    weighted_choice,
-    years,
-)
+from generators.base import GenContext, pick_founded_before, register, sample_dates, weighted_choice, years
 from generators.flow import need
 from generators.morphology import CULTURES
+from generators.naming import clean_stems
 from generators.orgs import _culture_names, pick_people
 
 PRESENTER = {"literature": "publisher", "science": "university"}  # others: company

@@ -15,16 +15,15 @@ from generators import vocab
 from generators.base import (
     AlivePicker,
     GenContext,
-    clean_stems,
     people_task,
     pick_founded_before,
     register,
     sample_dates,
-    slug,
     weighted_choice,
     years,
 )
 from generators.flow import Companies, Founded, People, need
+from generators.naming import clean_stems, slug
 
 NA = int(NA_DATE)
 

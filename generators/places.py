@@ -8,9 +8,10 @@ import numpy as np
 
 from fictionworld.dates import year_end, year_start
 from fictionworld.gazetteer import is_real_place
-from generators.base import GenContext, clean_stems, join_suffix, register, sample_dates, unique_names
+from generators.base import GenContext, register, sample_dates
 from generators.flow import Cities
 from generators.morphology import CULTURES
+from generators.naming import clean_stems, join_suffix, unique_names
 
 SOURCE = "places-v0"
 

@@ -9,9 +9,10 @@ from fictionworld.dates import year_start
 from fictionworld.schema import BOOK_GENRES, FILM_GENRES, MUSIC_GENRES, OCCUPATIONS, PRODUCT_CATEGORIES
 from fictionworld.tables import object_array
 from generators import vocab
-from generators.base import GenContext, clean_stems, pick_founded_before, register, sample_dates, years
+from generators.base import GenContext, pick_founded_before, register, sample_dates, years
 from generators.flow import Released, need
 from generators.morphology import CULTURES
+from generators.naming import clean_stems
 from generators.orgs import alive_to, pick_people
 
 __all__ = ["active_people", "titles"]
