@@ -94,3 +94,19 @@ def test_perturbation_pages_are_never_authoritative(world, web):
     for r in low[:300].tolist():
         page = web.pages.page(r, world.entities.ids)
         assert page.credibility == "low" and not page.fact_ids
+
+
+@pytest.mark.parametrize(
+    ("markdown", "plain"),
+    [
+        ("**[Ana Lind](https://x/Ana_Lind)** is a writer.", "Ana Lind is a writer."),
+        ("## Career\n\n[A](u) and [B](v), [C]() [](w).", " Career\n\nA and B, C ."),
+        ("a [b] (c) [d]\n(e) [f\\1](g)", "a [b] (c) [d]\n(e) f\\1"),  # no link, no link, a backslash kept
+        ("[x](y", "[x](y"),  # unclosed: left as written
+        ("[Ōsaka–Kō](https://x/%C5%8C) #1 **bold**", "Ōsaka–Kō 1 bold"),
+    ],
+)
+def test_plain_text_keeps_link_text_and_drops_targets_and_emphasis(markdown, plain):
+    from fictionworld.web.render import plain_text
+
+    assert plain_text(markdown) == plain
