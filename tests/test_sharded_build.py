@@ -408,28 +408,45 @@ def test_plan_shards_cuts_whole_blocks_evenly():
             assert all(a < b for a, b in p) and all(p[i][1] == p[i + 1][0] for i in range(len(p) - 1))
 
 
-def test_the_graph_is_saved_the_same_by_a_forked_child_or_in_turn(tmp_path, monkeypatch):
-    """write_graph saves the graph in a forked child when memory allows, else after the store:
-    the files are the same either way."""
+def test_the_graph_is_saved_the_same_by_a_forked_child_a_thread_or_in_turn(tmp_path, monkeypatch):
+    """write_graph saves the graph beside the store in a forked child or a thread, as free
+    memory allows, else after the store: the files are the same every way."""
     import psutil
 
     from fictionworld.storage import read_manifest
-    from fictionworld.web.shards import write_graph
+    from fictionworld.web import shards
     from generators import generate_world
 
     world = generate_world(small_spec(1500), 3)
-    write_graph(world, tmp_path / "a" / "graph", tmp_path / "a" / "store")
+    rss = psutil.Process().memory_info().rss
+    made: list[str] = []
 
-    class NoRoom:
-        available = 0
+    def spy(kind, cls):
+        def make(*a, **k):
+            made.append(kind)
+            return cls(*a, **k)
 
-    monkeypatch.setattr(psutil, "virtual_memory", lambda: NoRoom())
-    write_graph(world, tmp_path / "b" / "graph", tmp_path / "b" / "store")
-    for name in ("entities.parquet", "facts.parquet"):
-        assert (tmp_path / "a" / "graph" / name).read_bytes() == (tmp_path / "b" / "graph" / name).read_bytes()
-    assert read_manifest(tmp_path / "a" / "graph")["files"] == read_manifest(tmp_path / "b" / "graph")["files"]
-    for f in sorted((tmp_path / "a" / "store").iterdir()):
-        assert f.read_bytes() == (tmp_path / "b" / "store" / f.name).read_bytes(), f.name
+        return make
+
+    monkeypatch.setattr(shards, "ProcessPoolExecutor", spy("fork", shards.ProcessPoolExecutor))
+    monkeypatch.setattr(shards, "ThreadPoolExecutor", spy("thread", shards.ThreadPoolExecutor))
+    for name, room, way in (("fork", 1 << 50, ["fork"]), ("thread", rss, ["thread"]), ("in turn", 0, [])):
+
+        class Room:
+            available = room
+
+        monkeypatch.setattr(psutil, "virtual_memory", lambda: Room())
+        made.clear()
+        shards.write_graph(world, tmp_path / name / "graph", tmp_path / name / "store")
+        assert made == way, (name, made)
+    a = tmp_path / "in turn"
+    for name in ("fork", "thread"):
+        b = tmp_path / name
+        for f in ("entities.parquet", "facts.parquet"):
+            assert (a / "graph" / f).read_bytes() == (b / "graph" / f).read_bytes(), (name, f)
+        assert read_manifest(a / "graph")["files"] == read_manifest(b / "graph")["files"]
+        for f in sorted((a / "store").iterdir()):
+            assert f.read_bytes() == (b / "store" / f.name).read_bytes(), (name, f.name)
 
 
 def test_a_render_store_on_disk_renders_what_one_in_memory_does(tmp_path):
