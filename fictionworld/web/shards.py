@@ -108,7 +108,7 @@ def write_graph(world, graph: str | Path, store: str | Path) -> None:
       RSS);
     - else a thread, when half a copy more fits: both writers' buffers are live at once, but
       the world is shared. Much of either writer runs without the GIL (Arrow's encoders, zstd,
-      NumPy's sorts), so the two overlap: 13.4–15.0 s one after the other against 8.0–9.3 s
+      NumPy's sorts), so the two overlap: 13.4–15.0 s one after the other against 7.6–9.3 s
       in threads at 1M, for 0.22 GiB more peak RSS (a 10M world on a 24 GiB machine saves
       this way);
     - else one after the other."""
