@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from itertools import chain
 
 import numpy as np
 import pyarrow as pa
@@ -89,9 +90,31 @@ _PRED_TABLE = [
 ]
 
 
+# Per predicate code, for articles: (name, section of a relation or None, infobox labels).
+_ARTICLE_PRED = [(p, SECTION[p] if p in RELATIONS else None, LABELS.get(p, ())) for p in PREDICATES]
+_SECTION_RANK = {name: i for i, name in enumerate(_SECTION_ORDER)}
+# Per type: the incoming relations its articles state, as (predicate code, section), in INCOMING's order.
+_INCOMING_OF = {t: [(PREDICATES.index(p), sec) for p, (ot, sec) in INCOMING.items() if ot == t] for t in ENTITY_TYPES}
+# Per predicate: how its values are written ("date", "money", "cents", "int", "float" or "text"),
+# how many integer formats it may take, and the infobox's unit.
+_FORMAT = {
+    p: (
+        {DType.DATE: "date", DType.INT: "money" if p in _MONEY else "int",
+         DType.FLOAT: "cents" if p == "price_usd" else "float"}.get(DTYPE[p], "text"),
+        3 if p in _COUNT_LIKE else 2,
+        _INFOBOX_UNIT.get(p, ""),
+    )
+    for p in PREDICATES
+    if p not in RELATIONS
+}  # fmt: skip
+_USES_A = frozenset(t for pool in ATTRIBUTE_SENTENCES.values() for t in pool if "{a}" in t)
+
+
 class _Rows:
     """Accumulates page rows in the PageTable column layout. URLs are the ones each page asks
-    for; :func:`unique_urls` settles clashes once all pages are known."""
+    for; :func:`unique_urls` settles clashes once all pages are known. The lists of entity
+    rows, facts and contradicted facts are taken as given and made sorted sets in
+    :meth:`batch`, for all pages at once."""
 
     def __init__(self) -> None:
         self.cols: dict[str, list] = {name: [] for name in PAGE_COLUMNS}
@@ -107,14 +130,35 @@ class _Rows:
         c["published"].append(int(published))
         c["text"].append(text)
         c["entity"].append(int(entity))
-        c["entity_rows"].append(sorted(set(entity_rows)))
-        c["fact_ids"].append(sorted(set(facts)))
-        c["contradicts"].append(sorted(set(contradicts)))
+        c["entity_rows"].append(entity_rows)
+        c["fact_ids"].append(facts)
+        c["contradicts"].append(contradicts)
         c["u"].append(float(u))
 
     def batch(self) -> pa.RecordBatch:
-        return pa.record_batch([pa.array(v, type=PAGE_SCHEMA.field(k).type) for k, v in self.cols.items()],
-                               schema=PAGE_SCHEMA)  # fmt: skip
+        sets = ("entity_rows", "fact_ids", "contradicts")
+        return pa.record_batch(
+            [_sorted_sets(v, PAGE_SCHEMA.field(k).type) if k in sets else pa.array(v, type=PAGE_SCHEMA.field(k).type)
+             for k, v in self.cols.items()],
+            schema=PAGE_SCHEMA,
+        )  # fmt: skip
+
+
+def _sorted_sets(lists: list, type_: pa.ListType) -> pa.ListArray:
+    """Each list of ints as its sorted distinct values (``sorted(set(x))``), as one Arrow list
+    array: one NumPy sort of every value, keyed by the list it is in."""
+    n = len(lists)
+    lengths = np.fromiter(map(len, lists), np.int64, n)
+    values = np.fromiter(chain.from_iterable(lists), np.int64, int(lengths.sum()))
+    owner = np.repeat(np.arange(n), lengths)
+    order = np.lexsort((values, owner))
+    values, owner = values[order], owner[order]
+    keep = np.ones(len(values), bool)
+    keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])
+    values, owner = values[keep], owner[keep]
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(owner, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type_.value_type))
 
 
 class Renderer(PerturbationPages):
@@ -173,23 +217,26 @@ class Renderer(PerturbationPages):
     # -- what a block reads --------------------------------------------------------------
     def _gather(self, b: int, rows: range) -> None:
         """Load block ``b``: its facts (by subject), the facts pointing at its entities (by
-        object), and every entity they mention."""
+        object), and every entity they mention.
+
+        A fact is known by its position ``i`` in the block (its own facts, then the incoming
+        ones): ``self.fid[i]``, ``self.pred[i]`` … are lists, built by NumPy in one go."""
         own, inc = self.store.facts("by-subject", b), self.store.facts("by-object", b)
         cols = {name: np.concatenate([own.column(name).to_numpy(), inc.column(name).to_numpy()])
                 for name in ("row", "id", "subject", "predicate", "object", "start", "end", "v_int", "v_float", "v_date")}  # fmt: skip
-        fr = cols["row"].tolist()
         for attr, name in (("fid", "id"), ("subj", "subject"), ("pred", "predicate"), ("obj", "object"), ("start", "start"), ("end", "end")):  # fmt: skip
-            setattr(self, attr, dict(zip(fr, cols[name].tolist())))
-        self.h = dict(zip(fr, mix64(cols["id"], self.seed).tolist()))
-        self.value = dict(zip(fr, _values(cols, own.column("v_text").to_pylist() + inc.column("v_text").to_pylist())))
+            setattr(self, attr, cols[name].tolist())
+        self.h = mix64(cols["id"], self.seed).tolist()
+        self.value = _values(cols, own.column("v_text").to_pylist() + inc.column("v_text").to_pylist())
         k = own.num_rows
-        self.by_subject = {e: [] for e in rows}
-        for r, s in zip(fr[:k], cols["subject"][:k].tolist()):
-            self.by_subject[s].append(r)
-        self.incoming: dict[int, list[int]] = defaultdict(list)
-        for r, o in zip(fr[k:], cols["object"][k:].tolist()):
-            self.incoming[o].append(r)
-        self.awards = _award_years(cols["row"][k:], cols["predicate"][k:], cols["object"][k:], cols["start"][k:])
+        # Own facts come by subject, incoming ones by object (then fact row): runs of positions.
+        cut = np.searchsorted(cols["subject"][:k], np.arange(rows.start, rows.stop + 1)).tolist()
+        self.by_subject = {e: list(range(cut[j], cut[j + 1])) for j, e in enumerate(rows)}
+        inc_obj = cols["object"][k:]
+        firsts = np.flatnonzero(np.diff(inc_obj, prepend=inc_obj[:1] - 1)) if len(inc_obj) else inc_obj
+        bounds = (np.append(firsts, len(inc_obj)) + k).tolist()
+        self.incoming = {o: list(range(bounds[j], bounds[j + 1])) for j, o in enumerate(inc_obj[firsts].tolist())}
+        self.awards = _award_years(cols["row"][k:], cols["predicate"][k:], cols["object"][k:], cols["start"][k:], k)
         self.he = dict(zip(rows, mix64(np.arange(rows.start, rows.stop), self.seed + 1).tolist()))
         objs = cols["object"]
         mentioned = np.concatenate([np.arange(rows.start, rows.stop), objs[objs >= 0], cols["subject"][k:]])
@@ -202,9 +249,12 @@ class Renderer(PerturbationPages):
         rows = np.unique(rows)
         t = self.store.entity_rows(rows)
         r = rows.tolist()
-        self.names = dict(zip(r, t.column("name").to_pylist()))
+        name, url = t.column("name"), t.column("url")
+        self.names = dict(zip(r, name.to_pylist()))
         self.types = dict(zip(r, (TYPE_NAMES[c] for c in t.column("type").to_pylist())))
-        self.article_url = dict(zip(r, t.column("url").to_pylist()))
+        self.article_url = dict(zip(r, url.to_pylist()))
+        # "[name](url)", joined by Arrow for every entity at once
+        self.links = dict(zip(r, pc.binary_join_element_wise("[", name, "](", url, ")", "").to_pylist()))
 
     def _gather_lists(self, lists: pa.Table) -> list[tuple[str, list[int], list[int], int]]:
         members = lists.column("members").to_pylist()
@@ -217,32 +267,34 @@ class Renderer(PerturbationPages):
 
     # -- values --------------------------------------------------------------------------
     def fmt(self, p: str, v, h: int, *, infobox: bool = False) -> str:
-        dtype = DTYPE[p]
-        if dtype == DType.DATE:
+        kind, int_formats, unit = _FORMAT[p]
+        if kind == "date":
             return format_date(date_of(v), h % 4)
-        if dtype == DType.INT:
-            if p in _MONEY:
-                return format_money(v, h)
-            s = format_int(v, h % 3 if p in _COUNT_LIKE else h % 2)
-            return s + _INFOBOX_UNIT.get(p, "") if infobox else s
-        if dtype == DType.FLOAT:
-            if p == "price_usd":
-                return format_money(v, h, cents=True)
+        if kind == "int":
+            s = format_int(v, h % int_formats)
+        elif kind == "float":
             s = format_float(v, 1, h)
-            return s + _INFOBOX_UNIT.get(p, "") if infobox else s
-        return str(v)
+        elif kind == "money":
+            return format_money(v, h)
+        elif kind == "cents":
+            return format_money(v, h, cents=True)
+        else:
+            return str(v)
+        return s + unit if infobox else s
 
     def link(self, row: int) -> str:
-        return f"[{self.names[row]}]({self.article_url[row]})"
+        return self.links[row]
 
     def sentence(self, r: int, *, salt: int = 0, subject_plain: bool = True, value=None) -> str:
-        """One fact as a sentence. ``value`` overrides the stated value (conflicting pages)."""
+        """One fact (its position in the block) as a sentence. ``value`` overrides the stated
+        value (conflicting pages)."""
         p, is_rel, temporal, undated, ended, plain = _PRED_TABLE[self.pred[r]]
         h = self.h[r] + salt
-        s = self.names[self.subj[r]] if subject_plain else self.link(self.subj[r])
         if is_rel:
-            o = self.obj[r]
-            o_text = self.link(o) if subject_plain else self.names[o]
+            if subject_plain:
+                s, o_text = self.names[self.subj[r]], self.links[self.obj[r]]
+            else:
+                s, o_text = self.links[self.subj[r]], self.names[self.obj[r]]
             st, en = self.start[r], self.end[r]
             if temporal and st == NA_DATE:
                 pool = undated
@@ -258,11 +310,12 @@ class Renderer(PerturbationPages):
                 start=format_date(date_of(st), dv) if st != NA_DATE else "",
                 end=format_date(date_of(en), dv) if en != NA_DATE else "",
             )
+        s = self.names[self.subj[r]] if subject_plain else self.links[self.subj[r]]
         v = self.value[r] if value is None else value
         pool = ATTRIBUTE_SENTENCES[p]
         vt = self.fmt(p, v, h >> 5)
         t = pool[h % len(pool)]
-        out = t.format(s=s, v=vt, a=a_or_an(vt))
+        out = t.format(s=s, v=vt, a=a_or_an(vt)) if t in _USES_A else t.format(s=s, v=vt)
         return out[0].upper() + out[1:]
 
     # -- urls ----------------------------------------------------------------------------
@@ -271,46 +324,52 @@ class Renderer(PerturbationPages):
 
     # -- authoritative pages -------------------------------------------------------------
     def articles(self, entities: range) -> None:
+        names, types, by_subject, incoming = self.names, self.types, self.by_subject, self.incoming
+        pred, h, fid, obj, subj, value = self.pred, self.h, self.fid, self.obj, self.subj, self.value
+        sentence, fmt, add = self.sentence, self.fmt, self.out.add
         for e in entities:
-            t = self.types[e]
-            rows = self.by_subject[e]
-            he = self.he[e]
-            lead = f"**{self.names[e]}** is {a_or_an(TYPE_LABEL[t])} {TYPE_LABEL[t]}."
+            t = types[e]
+            rows = by_subject[e]
+            name, label = names[e], TYPE_LABEL[t]
+            lead = f"**{name}** is {a_or_an(label)} {label}."
             if self.aliases[e]:
                 lead += f" Also known as: {', '.join(self.aliases[e])}."
-            infobox, sections = [], defaultdict(list)
-            facts = [self.fid[r] for r in rows]
+            infobox: list[str] = []
+            sections: dict[str, list[str]] = {}
             for r in rows:
-                p = PREDICATES[self.pred[r]]
-                if p in RELATIONS:
-                    sections[SECTION[p]].append(self.sentence(r))
-                elif (self.h[r] >> 20) & 1:
-                    label = LABELS[p][(self.h[r] >> 21) % len(LABELS[p])]
-                    infobox.append(f"- **{label}:** {self.fmt(p, self.value[r], self.h[r] >> 24, infobox=True)}")
+                p, section, labels = _ARTICLE_PRED[pred[r]]
+                if section is None:
+                    hr = h[r]
+                    if (hr >> 20) & 1:
+                        infobox.append(f"- **{labels[(hr >> 21) % len(labels)]}:** {fmt(p, value[r], hr >> 24, infobox=True)}")  # fmt: skip
+                        continue
+                    section = "Overview"
+                if section in sections:
+                    sections[section].append(sentence(r))
                 else:
-                    sections["Overview"].append(self.sentence(r))
+                    sections[section] = [sentence(r)]
+            facts = [fid[r] for r in rows]
             mentioned = [e]
-            for p, (otype, section) in INCOMING.items():
-                if otype != t:
-                    continue
-                for r in self.incoming.get(e, ()):
-                    if PREDICATES[self.pred[r]] == p:
-                        sections[section].append(self.sentence(r, subject_plain=False))
-                        facts.append(self.fid[r])
-                        mentioned.append(self.subj[r])
+            inc = incoming.get(e) if _INCOMING_OF[t] else None
+            if inc:
+                for code, section in _INCOMING_OF[t]:
+                    for r in inc:
+                        if pred[r] == code:
+                            sections.setdefault(section, []).append(sentence(r, subject_plain=False))
+                            facts.append(fid[r])
+                            mentioned.append(subj[r])
             parts = [lead]
             if infobox:
                 parts.append("\n".join(infobox))
-            for name in _SECTION_ORDER:
-                if sections.get(name):
-                    parts.append(f"## {name}\n\n" + " ".join(sections[name]))
-            mentioned += [self.obj[r] for r in rows if self.obj[r] >= 0]
-            self.out.add(
+            for section in sorted(sections, key=_SECTION_RANK.__getitem__):
+                parts.append(f"## {section}\n\n" + " ".join(sections[section]))
+            mentioned += [obj[r] for r in rows if obj[r] >= 0]
+            add(
                 url=self.article_url[e],
                 site=ENCYCLOPEDIA[0],
-                title=self.names[e],
+                title=name,
                 kind="article",
-                published=self.present - he % 1500,
+                published=self.present - self.he[e] % 1500,
                 text="\n\n".join(parts),
                 entity=e,
                 entity_rows=mentioned,
@@ -439,26 +498,28 @@ def render_pages(world, *, pool: float | None = None, progress: Callable[[str], 
 
 def _values(cols: dict, text: list) -> list:
     """Each fact's literal value, as :meth:`FactTable.values` decodes it (dates as day numbers)."""
-    vals = text
+    vals = np.empty(len(text), dtype=object)
+    vals[:] = text
     for name, isset in (("v_date", cols["v_date"] != NA_DATE), ("v_float", ~np.isnan(cols["v_float"])),
                         ("v_int", cols["v_int"] != NA_INT)):  # fmt: skip
         idx = np.flatnonzero(isset)
-        for i, v in zip(idx.tolist(), cols[name][idx].tolist()):
-            vals[i] = v
-    return vals
+        vals[idx] = cols[name][idx].tolist()  # Python ints and floats, as the formatters expect
+    return vals.tolist()
 
 
-def _award_years(rows, pred, obj, start) -> dict[int, list[tuple[int, list[int]]]]:
-    """Award row -> [(year, fact rows of that year's recipients)], by year."""
+def _award_years(rows, pred, obj, start, first: int) -> dict[int, list[tuple[int, list[int]]]]:
+    """Award row -> [(year, positions of that year's recipients' facts)], by year; the facts
+    are the block's incoming ones, at positions ``first``… (``rows``: their fact rows)."""
     m = (pred == PREDICATES.index("won")) & (start != NA_DATE) & (obj >= 0)
+    at = np.flatnonzero(m) + first
     rows, obj, years = rows[m], obj[m], years_of(start[m].astype(np.int64))
     order = np.lexsort((rows, years, obj))
     out: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
-    for r, o, y in zip(rows[order].tolist(), obj[order].tolist(), years[order].tolist()):
+    for i, o, y in zip(at[order].tolist(), obj[order].tolist(), years[order].tolist()):
         group = out[o]
         if not group or group[-1][0] != y:
             group.append((y, []))
-        group[-1][1].append(r)
+        group[-1][1].append(i)
     return out
 
 
