@@ -22,6 +22,15 @@ PROFILES = ("BizProfiles", "https://www.bizprofiles.info/profile/")
 FANSITE = ("Fanpedia", "https://www.fanpedia.club/")
 
 
+# Per predicate code: its name; whether a wrong value of it can be made (a date or number
+# attribute); whether a confusable profile restates it as is (a relation of place or life).
+_CODES = [
+    (p, p not in RELATIONS and DTYPE[p] in (DType.DATE, DType.INT, DType.FLOAT),
+     p in RELATIONS and SECTION[p] in ("Location", "Life"))
+    for p in PREDICATES
+]  # fmt: skip
+
+
 class PerturbationPages:
     """Mixin of the template renderer: the layers behind the distractor, confusable and
     conflict knobs."""
@@ -49,8 +58,8 @@ class PerturbationPages:
         return None
 
     def _conflict(self, e: int, r: random.Random) -> None:
-        rows = [x for x in self.by_subject[e] if PREDICATES[self.pred[x]] not in RELATIONS]
-        rows = [x for x in rows if DTYPE[PREDICATES[self.pred[x]]] in (DType.DATE, DType.INT, DType.FLOAT)]
+        pred = self.pred
+        rows = [x for x in self.by_subject[e] if _CODES[pred[x]][1]]
         if not rows:
             return
         pick = sorted(r.sample(range(len(rows)), min(2, len(rows))))
@@ -113,10 +122,10 @@ class PerturbationPages:
         rows = self.by_subject[e]
         sent = []
         for x in rows:
-            p = PREDICATES[self.pred[x]]
+            p, _, restated = _CODES[self.pred[x]]
+            if restated:
+                sent.append(self.sentence(x, salt=13).replace(self.names[e], name))
             if p in RELATIONS:
-                if SECTION[p] in ("Location", "Life"):
-                    sent.append(self.sentence(x, salt=13).replace(self.names[e], name))
                 continue
             w = self._wrong(p, self.value[x], r)
             if w is not None:

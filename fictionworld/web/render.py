@@ -466,7 +466,7 @@ class Renderer(PerturbationPages):
     def lists(self, groups) -> None:
         for title, members, facts, about in groups:
             members = sorted(set(members), key=lambda r: (self.names[r], r))
-            text = "\n".join(f"- {self.link(r)}" for r in members)
+            text = "\n".join(["- " + self.links[r] for r in members])
             self.out.add(
                 url=DIRECTORY[1] + slug(title),
                 site=DIRECTORY[0],
