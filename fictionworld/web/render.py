@@ -232,10 +232,9 @@ class Renderer(PerturbationPages):
         # Own facts come by subject, incoming ones by object (then fact row): runs of positions.
         cut = np.searchsorted(cols["subject"][:k], np.arange(rows.start, rows.stop + 1)).tolist()
         self.by_subject = {e: list(range(cut[j], cut[j + 1])) for j, e in enumerate(rows)}
-        inc_obj = cols["object"][k:]
-        firsts = np.flatnonzero(np.diff(inc_obj, prepend=inc_obj[:1] - 1)) if len(inc_obj) else inc_obj
-        bounds = (np.append(firsts, len(inc_obj)) + k).tolist()
-        self.incoming = {o: list(range(bounds[j], bounds[j + 1])) for j, o in enumerate(inc_obj[firsts].tolist())}
+        inc_objs, firsts = np.unique(cols["object"][k:], return_index=True)
+        bounds = (np.append(firsts, len(cols["object"]) - k) + k).tolist()
+        self.incoming = {o: list(range(bounds[j], bounds[j + 1])) for j, o in enumerate(inc_objs.tolist())}
         self.awards = _award_years(cols["row"][k:], cols["predicate"][k:], cols["object"][k:], cols["start"][k:], k)
         self.he = dict(zip(rows, mix64(np.arange(rows.start, rows.stop), self.seed + 1).tolist()))
         objs = cols["object"]
@@ -281,9 +280,6 @@ class Renderer(PerturbationPages):
         else:
             return str(v)
         return s + unit if infobox else s
-
-    def link(self, row: int) -> str:
-        return self.links[row]
 
     def sentence(self, r: int, *, salt: int = 0, subject_plain: bool = True, value=None) -> str:
         """One fact (its position in the block) as a sentence. ``value`` overrides the stated
