@@ -125,3 +125,17 @@ def test_plain_text_keeps_link_text_and_drops_targets_and_emphasis(markdown, pla
     from fictionworld.web.render import plain_text
 
     assert plain_text(markdown) == plain
+
+
+@pytest.mark.parametrize(
+    "lists",
+    [[], [[]], [[3, 1, 3, 2], [], [5, 5], [0]], [[7], [7], [2, 9, 2, 9, 1]], [list(range(50, 0, -3)) * 2, [4, -1, 4]]],
+)
+def test_sorted_sets_are_sorted_set_of_each_list(lists):
+    import pyarrow as pa
+
+    from fictionworld.web.pages import sorted_sets
+
+    got = sorted_sets(lists, pa.list_(pa.int64()))
+    assert got.to_pylist() == [sorted(set(x)) for x in lists]
+    assert got.type == pa.list_(pa.int64())

@@ -6,6 +6,7 @@ import datetime as dt
 from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +25,8 @@ __all__ = [
     "PAGE_COLUMNS",
     "SearchResult",
     "PageTable",
+    "PageRows",
+    "sorted_sets",
     "PAGE_KINDS",
     "LAYERS",
     "UNDATED_KINDS",
@@ -129,6 +132,57 @@ PAGE_SCHEMA = pa.schema(
 
 
 PAGE_COLUMNS: tuple[str, ...] = tuple(PAGE_SCHEMA.names)
+
+
+class PageRows:
+    """Accumulates page rows in the PageTable column layout, as a renderer writes them. URLs are
+    the ones each page asks for; the renderer settles clashes once all pages are known. The lists of entity
+    rows, facts and contradicted facts are taken as given and made sorted sets in
+    :meth:`batch`, for all pages at once."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list] = {name: [] for name in PAGE_COLUMNS}
+
+    def add(self, *, url, site, title, kind, published, text, entity=-1, entity_rows=(), facts=(), layer="", u=0.0,
+            contradicts=()):  # fmt: skip
+        c = self.cols
+        c["url"].append(url)
+        c["site"].append(site)
+        c["title"].append(title)
+        c["kind"].append(kind)
+        c["layer"].append(layer)
+        c["published"].append(int(published))
+        c["text"].append(text)
+        c["entity"].append(int(entity))
+        c["entity_rows"].append(entity_rows)
+        c["fact_ids"].append(facts)
+        c["contradicts"].append(contradicts)
+        c["u"].append(float(u))
+
+    def batch(self) -> pa.RecordBatch:
+        sets = ("entity_rows", "fact_ids", "contradicts")
+        return pa.record_batch(
+            [sorted_sets(v, PAGE_SCHEMA.field(k).type) if k in sets else pa.array(v, type=PAGE_SCHEMA.field(k).type)
+             for k, v in self.cols.items()],
+            schema=PAGE_SCHEMA,
+        )  # fmt: skip
+
+
+def sorted_sets(lists: list, type_: pa.ListType) -> pa.ListArray:
+    """Each list of ints as its sorted distinct values (``sorted(set(x))``), as one Arrow list
+    array: one NumPy sort of every value, keyed by the list it is in."""
+    n = len(lists)
+    lengths = np.fromiter(map(len, lists), np.int64, n)
+    values = np.fromiter(chain.from_iterable(lists), np.int64, int(lengths.sum()))
+    owner = np.repeat(np.arange(n), lengths)
+    order = np.lexsort((values, owner))
+    values, owner = values[order], owner[order]
+    keep = np.ones(len(values), bool)
+    keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])
+    values, owner = values[keep], owner[keep]
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(owner, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type_.value_type))
 
 
 @dataclass(eq=False)

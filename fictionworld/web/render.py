@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from itertools import chain
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +21,7 @@ from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
 from fictionworld.seeding import hash_text, mix64, mix64_int
 from fictionworld.surface import format_date, format_float, format_int, format_money
 from fictionworld.tables import NA_INT, TYPE_NAMES
-from fictionworld.web.pages import PAGE_COLUMNS, PAGE_SCHEMA, PageTable
+from fictionworld.web.pages import PAGE_SCHEMA, PageRows, PageTable
 from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
@@ -110,57 +109,6 @@ _FORMAT = {
 _USES_A = frozenset(t for pool in ATTRIBUTE_SENTENCES.values() for t in pool if "{a}" in t)
 
 
-class _Rows:
-    """Accumulates page rows in the PageTable column layout. URLs are the ones each page asks
-    for; :func:`unique_urls` settles clashes once all pages are known. The lists of entity
-    rows, facts and contradicted facts are taken as given and made sorted sets in
-    :meth:`batch`, for all pages at once."""
-
-    def __init__(self) -> None:
-        self.cols: dict[str, list] = {name: [] for name in PAGE_COLUMNS}
-
-    def add(self, *, url, site, title, kind, published, text, entity=-1, entity_rows=(), facts=(), layer="", u=0.0,
-            contradicts=()):  # fmt: skip
-        c = self.cols
-        c["url"].append(url)
-        c["site"].append(site)
-        c["title"].append(title)
-        c["kind"].append(kind)
-        c["layer"].append(layer)
-        c["published"].append(int(published))
-        c["text"].append(text)
-        c["entity"].append(int(entity))
-        c["entity_rows"].append(entity_rows)
-        c["fact_ids"].append(facts)
-        c["contradicts"].append(contradicts)
-        c["u"].append(float(u))
-
-    def batch(self) -> pa.RecordBatch:
-        sets = ("entity_rows", "fact_ids", "contradicts")
-        return pa.record_batch(
-            [_sorted_sets(v, PAGE_SCHEMA.field(k).type) if k in sets else pa.array(v, type=PAGE_SCHEMA.field(k).type)
-             for k, v in self.cols.items()],
-            schema=PAGE_SCHEMA,
-        )  # fmt: skip
-
-
-def _sorted_sets(lists: list, type_: pa.ListType) -> pa.ListArray:
-    """Each list of ints as its sorted distinct values (``sorted(set(x))``), as one Arrow list
-    array: one NumPy sort of every value, keyed by the list it is in."""
-    n = len(lists)
-    lengths = np.fromiter(map(len, lists), np.int64, n)
-    values = np.fromiter(chain.from_iterable(lists), np.int64, int(lengths.sum()))
-    owner = np.repeat(np.arange(n), lengths)
-    order = np.lexsort((values, owner))
-    values, owner = values[order], owner[order]
-    keep = np.ones(len(values), bool)
-    keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])
-    values, owner = values[keep], owner[keep]
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(np.bincount(owner, minlength=n), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type_.value_type))
-
-
 class Renderer(PerturbationPages):
     """Renders a world's pages block by block. Pages come in a fixed order: entity blocks of
     ``spec.web.block`` entities (each: articles, organisation sites, news, perturbation pages
@@ -176,7 +124,7 @@ class Renderer(PerturbationPages):
         self.store, self.progress = store, progress or (lambda _s: None)
         self.seed, self.present, self.block = store.seed, store.present, store.block
         self.n_entities = store.n_entities
-        self.out = _Rows()
+        self.out = PageRows()
 
     @classmethod
     def of_world(cls, world, pool: float | None = None, progress: Callable[[str], None] | None = None) -> Renderer:
@@ -201,7 +149,7 @@ class Renderer(PerturbationPages):
 
     def render_block(self, b: int) -> pa.RecordBatch:
         """The pages of block ``b`` (0 <= b < ``blocks``), their URLs as asked for."""
-        self.out = _Rows()
+        self.out = PageRows()
         if b < self.entity_blocks:
             rows = range(b * self.block, min(self.n_entities, (b + 1) * self.block))
             self._gather(b, rows)
