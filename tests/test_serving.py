@@ -192,9 +192,13 @@ def test_search_without_the_lexicon_and_with_it_agree(saved_world, world, tmp_pa
     d = _copy(saved_world, tmp_path)
     shutil.rmtree(d / "lexicon")
     (d / "pages.url-order.npy").unlink()
+    (d / "pages.codes.npy").unlink()
     old = load_world(d)  # a web saved before lexicons: the linker is built from the world
     new = load_world(saved_world, verify=False)
     assert old.web.lexicon is None and new.web.lexicon is not None
+    assert old.web.pages.kind_code.tolist() == new.web.pages.kind_code.tolist()
+    assert old.web.pages.layer.tolist() == new.web.pages.layer.tolist()
+    assert new.web.pages.kind.tolist() == new.web.pages.table.column("kind").to_pylist()
     rng = random.Random(0)
     names = [world.entities.name[r] for r in rng.sample(range(len(world.entities)), 150)]
     typos = [" ".join(edits(w, rng) if len(w) > 4 else w for w in n.split()) for n in names]
@@ -203,6 +207,17 @@ def test_search_without_the_lexicon_and_with_it_agree(saved_world, world, tmp_pa
     assert any(new.web.linker.link(q) for q in typos)  # the typos did go down the fuzzy path
     url = old.web.pages.urls[len(old.web.pages) // 2]
     assert old.open(url) == new.open(url)
+
+
+def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path):
+    d = _copy(saved_world, tmp_path)
+    codes = np.load(d / "pages.codes.npy")
+    for bad in (codes[:, :-1], codes.astype(np.int16), codes[::-1] * 5, -codes - 1):
+        np.save(d / "pages.codes.npy", bad)
+        with pytest.raises(WebError, match="not the kind and layer codes of"):
+            load_world(d).web  # noqa: B018
+    np.save(d / "pages.codes.npy", codes)
+    assert load_world(d).web.pages.kind_code.tolist() == codes[0].tolist()
 
 
 def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):
@@ -217,14 +232,18 @@ def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):
         load_world(d).web  # noqa: B018
 
 
+@pytest.mark.parametrize("stride", [1, 3, 16])
 @pytest.mark.parametrize("seed", range(4))
-def test_strings_bisect_by_prefix_keys_as_bisect_does(seed):
+def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch):
     """The 8-byte-key search of a sorted column against ``bisect`` itself: words sharing long
     prefixes, shorter than 8 bytes, empty, multi-byte (é, 𝔄, U+10FFFF), over chunked,
-    sliced and large_string columns, at every ``lo``."""
+    sliced and large_string columns, at every ``lo`` and ``hi``, with a key for every row or
+    every ``stride``-th."""
     import bisect
 
     from fictionworld.web.arrow import Strings
+
+    monkeypatch.setattr(Strings, "STRIDE", stride)
 
     rng = np.random.default_rng(seed)
     alphabet = ["a", "b", "z", "é", "𝔄", "\U0010ffff", "0"]
@@ -253,6 +272,9 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed):
             assert s.bisect_right(x) == bisect.bisect_right(vocab, x), x
             assert s.bisect_left(x, lo) == bisect.bisect_left(vocab, x, lo), (x, lo)
             assert s.bisect_right(x, lo, len(vocab)) == bisect.bisect_right(vocab, x, lo), (x, lo)
+            hi = int(rng.integers(lo, len(vocab) + 1))
+            assert s.bisect_left(x, lo, hi) == bisect.bisect_left(vocab, x, lo, hi), (x, lo, hi)
+            assert s.bisect_right(x, lo, hi) == bisect.bisect_right(vocab, x, lo, hi), (x, lo, hi)
 
 
 def test_the_linkers_membership_test_is_isin():

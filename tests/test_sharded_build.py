@@ -39,6 +39,7 @@ def fingerprint(path: Path) -> dict:
         "hash": world.world_hash,
         "pages": (path / "pages.arrow").read_bytes(),
         "url_order": (path / "pages.url-order.npy").read_bytes(),
+        "codes": (path / "pages.codes.npy").read_bytes(),
         "lexicon": {f.name: f.read_bytes() for f in sorted((path / "lexicon").iterdir())},
         "results": results,
         "manifest": json.loads((path / "manifest.json").read_text())["world_hash"],
@@ -64,6 +65,7 @@ def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_p
     assert got["hash"] == want["hash"] == got["manifest"]
     assert got["pages"] == want["pages"]  # byte for byte
     assert got["url_order"] == want["url_order"] and got["lexicon"] == want["lexicon"]
+    assert got["codes"] == want["codes"]
     assert got["results"] == want["results"]
     assert any(got["results"])
 
@@ -78,6 +80,7 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
     world.save(tmp_path / "w")  # Web.save writes the lexicon and URL order a sharded build writes
     saved = fingerprint(tmp_path / "w")
     assert (saved["url_order"], saved["lexicon"]) == (reference[1]["url_order"], reference[1]["lexicon"])
+    assert saved["codes"] == reference[1]["codes"]
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,7 @@ def test_layout_and_manifest(saved_world, world):
         "facts.parquet",
         "pages.arrow",
         "pages.url-order.npy",
+        "pages.codes.npy",
         "index",
         "lexicon",
         "web.json",

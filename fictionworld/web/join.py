@@ -24,7 +24,7 @@ from fictionworld.web.arrow import read_arrow
 from fictionworld.web.index import PID_RUNS, join_pid_runs, order_segments
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
-from fictionworld.web.pages import PAGE_SCHEMA, WebError, url_order, url_order_path
+from fictionworld.web.pages import PAGE_SCHEMA, WebError, codes_path, page_codes, url_order, url_order_path
 from fictionworld.web.urls import unique_urls, with_urls
 
 __all__ = ["join_shards", "join_pages", "PAGE_BATCH", "PAGES_DONE"]
@@ -47,10 +47,11 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in range(n_shards)]
     # URL clashes and directory titles need three columns of every shard (memory-mapped: only
     # their pages are read); the pages themselves then pass through one shard at a time
-    cols = [read_arrow(f).select(["url", "kind", "title"]) for f in files]
-    urls, kinds, titles = (
-        pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(3)
+    cols = [read_arrow(f).select(["url", "kind", "title", "layer"]) for f in files]
+    urls, kinds, titles, layers = (
+        pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(4)
     )
+    np.save(build / "pages.codes.npy", page_codes(pa.table({"kind": kinds, "layer": layers})))
     order = url_order(urls)  # finds the clashes, and is the final order unless one is renamed
     renamed = unique_urls(urls, kinds, order)
     directories = list_titles(kinds, titles)
@@ -63,7 +64,7 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
 
     with ThreadPoolExecutor(1) as beside:  # the speller and the URL order while the pages are copied
         done = beside.submit(beside_the_copy, urls)
-        del cols, urls, kinds, titles  # (the mapped columns go as soon as the order is made)
+        del cols, urls, kinds, titles, layers  # (the mapped columns go as soon as the order is made)
         pages = _write_pages(files, renamed, build / "pages.arrow")
         order = done.result()
     np.save(build / "pages.url-order.npy", order)
@@ -95,6 +96,7 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
         os.replace(graph / name, out / name)
     os.replace(build / "pages.arrow", out / "pages.arrow")
     os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
+    os.replace(build / "pages.codes.npy", codes_path(out / "pages.arrow"))
     for name in ("index", "lexicon"):
         if (out / name).exists():
             shutil.rmtree(out / name)

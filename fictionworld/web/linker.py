@@ -27,7 +27,7 @@ from rapidfuzz.distance import OSA
 
 from fictionworld.folding import LETTERS, fold
 from fictionworld.tables import runs
-from fictionworld.web.arrow import Strings, read_arrow, write_arrow
+from fictionworld.web.arrow import Strings, numpy_of, read_arrow, write_arrow
 
 __all__ = ["EntityLinker", "Link", "Speller", "affix", "speller_table", "words"]
 
@@ -78,8 +78,8 @@ class Speller:
         t = self.table
         self.words = Strings(t.column("word"))
         self._head, self._tail = Strings(t.column("head_key")), Strings(t.column("tail_key"))
-        self._head_word = t.column("head_word").to_numpy()
-        self._tail_word = t.column("tail_word").to_numpy()
+        self._head_word = numpy_of(t.column("head_word"), np.int32)
+        self._tail_word = numpy_of(t.column("tail_word"), np.int32)
 
     @classmethod
     def open(cls, path: str | Path) -> Speller:

@@ -176,7 +176,8 @@ class TemplateWorldModel:
         leaks = web.leaks_of(query, [h.page for h in hits], knobs.snippet_leak_rate)
         for h, leak in zip(hits, leaks):
             text = p.text(h.page)
-            if p.kind[h.page] == "list":
+            kind = p.kind_of(h.page)
+            if kind == "list":
                 names = _LINK.findall(text)
                 shown = ", ".join(n for n, _ in names[:3])
                 snippet = f"A directory of {len(names)} entries, including {shown}" + (
@@ -191,7 +192,7 @@ class TemplateWorldModel:
                     snippet=snippet,
                     date=from_days(int(p.published[h.page])),
                     score=round(float(h.score), 4),
-                    kind=str(p.kind[h.page]),
+                    kind=kind,
                 )
             )
         return out

@@ -6,6 +6,7 @@ import datetime as dt
 from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 from pathlib import Path
 from typing import Literal
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
-from fictionworld.web.arrow import Strings, read_arrow, write_arrow
+from fictionworld.web.arrow import Strings, numpy_of, read_arrow, write_arrow
 
 __all__ = [
     "Page",
@@ -195,20 +196,30 @@ class PageTable:
 
     table: pa.Table
     url_order: np.ndarray | None = None  # page rows by URL (bytewise order), when known
+    codes: np.ndarray | None = None  # :func:`page_codes` of the table, when known
 
     def __post_init__(self) -> None:
         t = self.table
         self.urls = Strings(t.column("url"))
         self.titles = Strings(t.column("title"))
-        self.kind = _decode(t.column("kind"), PAGE_KINDS, "page kind")
-        self.layer = _codes(t.column("layer"), LAYERS, "layer").astype(np.int8)
-        self.u = t.column("u").to_numpy()
-        self.entity = t.column("entity").to_numpy()
-        self.published = t.column("published").cast(pa.int32()).to_numpy()
+        codes = page_codes(t) if self.codes is None else self.codes
+        self.kind_code, self.layer = codes[0], codes[1]  # int8: PAGE_KINDS and LAYERS positions
+        self.u = numpy_of(t.column("u"), np.float32)
+        self.entity = numpy_of(t.column("entity"), np.int32)
+        self.published = numpy_of(t.column("published"), np.int32)  # days since 1970-01-01
         self.row_of_url = UrlIndex(self.urls, self.url_order)
 
     def __len__(self) -> int:
         return self.table.num_rows
+
+    @cached_property
+    def kind(self) -> np.ndarray:
+        """Every page's kind, as an object array of str (built on first use; searching and
+        opening pages read :attr:`kind_code` or :meth:`kind_of` instead)."""
+        return np.array(PAGE_KINDS, dtype=object)[self.kind_code]
+
+    def kind_of(self, row: int) -> str:
+        return PAGE_KINDS[self.kind_code[row]]
 
     @classmethod
     def from_rows(cls, rows: dict[str, list]) -> PageTable:
@@ -242,28 +253,52 @@ class PageTable:
 
     # -- disk ----------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        """``path`` (Arrow IPC, batches of 65,536 rows) and the URL order beside it."""
+        """``path`` (Arrow IPC, batches of 65,536 rows) and, beside it, the URL order and the
+        pages' kind and layer codes."""
         write_arrow(path, self.table, max_chunksize=65_536)
         np.save(url_order_path(path), self.row_of_url.order)
+        np.save(codes_path(path), np.stack([self.kind_code, self.layer]))
 
     @classmethod
     def load(cls, path: Path) -> PageTable:
-        """Memory-maps the Arrow file (and the URL order saved beside it): opening is O(1) in
-        the text size."""
+        """Memory-maps the Arrow file (and the URL order and codes saved beside it; a file
+        saved without them has them computed): opening is O(1) in the text size."""
         table = read_arrow(path)
         if table.schema != PAGE_SCHEMA:
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
-        order = None
+        order = codes = None
         if url_order_path(path).exists():
             order = np.load(url_order_path(path), mmap_mode="r")
             if order.shape != (table.num_rows,) or order.dtype.kind != "i":
                 raise ValueError(f"{url_order_path(path).name}: not the URL order of {table.num_rows:,} pages")
-        return cls(table, order)
+        if codes_path(path).exists():
+            codes = np.load(codes_path(path), mmap_mode="r").view(np.ndarray)  # (indexing a memmap costs more)
+            if not _codes_fit(codes, table.num_rows):
+                raise ValueError(f"{codes_path(path).name}: not the kind and layer codes of {table.num_rows:,} pages")
+        return cls(table, order, codes)
 
 
 def url_order_path(pages_file: Path) -> Path:
     """Where the URL sort order of ``pages.arrow`` lives: ``pages.url-order.npy`` beside it."""
     return Path(pages_file).with_name(Path(pages_file).stem + ".url-order.npy")
+
+
+def codes_path(pages_file: Path) -> Path:
+    """Where the kind and layer codes of ``pages.arrow`` live: ``pages.codes.npy`` beside it."""
+    return Path(pages_file).with_name(Path(pages_file).stem + ".codes.npy")
+
+
+def page_codes(table: pa.Table) -> np.ndarray:
+    """The positions of every page's kind in PAGE_KINDS and its layer in LAYERS, as a
+    (2, pages) int8 array; ValueError on a kind or layer not known."""
+    kind, layer = table.column("kind"), table.column("layer")
+    return np.stack([_codes(kind, PAGE_KINDS, "page kind"), _codes(layer, LAYERS, "layer")]).astype(np.int8)
+
+
+def _codes_fit(codes: np.ndarray, pages: int) -> bool:
+    if codes.shape != (2, pages) or codes.dtype != np.int8:
+        return False
+    return not pages or (codes.min() >= 0 and codes[0].max() < len(PAGE_KINDS) and codes[1].max() < len(LAYERS))
 
 
 def url_order(urls: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -309,8 +344,3 @@ def _codes(column: pa.ChunkedArray, values: tuple[str, ...], what: str) -> np.nd
         bad = pc.filter(column, pc.is_null(idx))[0].as_py()
         raise ValueError(f"unknown {what} {bad!r}")
     return idx.to_numpy()
-
-
-def _decode(column: pa.ChunkedArray, values: tuple[str, ...], what: str) -> np.ndarray:
-    """The column as a numpy object array of str, decoded from codes (shared str objects)."""
-    return np.array(values, dtype=object)[_codes(column, values, what)]

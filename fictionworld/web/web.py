@@ -31,6 +31,7 @@ from fictionworld.web.linker import EntityLinker, Link, Speller, words
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
 from fictionworld.web.pages import (
     LAYERS,
+    PAGE_KINDS,
     Page,
     PageNotFound,
     PageTable,
@@ -203,7 +204,7 @@ class Web:
     def _article_of(self) -> np.ndarray:
         """Entity row -> page row of its encyclopedia article."""
         out = np.full(len(self.world.entities), -1, np.int64)
-        rows = np.flatnonzero(self.pages.kind == "article")
+        rows = np.flatnonzero(self.pages.kind_code == PAGE_KINDS.index("article"))
         out[self.pages.entity[rows]] = rows
         return out
 
