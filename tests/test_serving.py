@@ -277,6 +277,36 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
             assert s.bisect_right(x, lo, hi) == bisect.bisect_right(vocab, x, lo, hi), (x, lo, hi)
 
 
+def test_numpy_of_reads_fixed_width_columns_as_to_numpy_does():
+    """Chunked, sliced, empty and chunkless columns of the page table's fixed-width types, read
+    off their buffers, against pyarrow's own ``to_numpy``; nulls and other widths refused."""
+    import datetime as dt
+
+    from fictionworld.web.arrow import numpy_of
+
+    rng = np.random.default_rng(0)
+    ints, floats = rng.integers(-(2**31), 2**31, 1000, dtype=np.int64).astype(np.int32), rng.random(1000, np.float32)
+    days = [dt.date(1900, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 60_000, 1000)]
+    for values, type_, dtype in ((ints, pa.int32(), np.int32), (floats, pa.float32(), np.float32), (days, pa.date32(), np.int32)):  # fmt: skip
+        whole = pa.array(values, type_)
+        want = whole.cast(pa.int32()).to_numpy() if type_ == pa.date32() else whole.to_numpy()
+        for column, rows in (
+            (whole, slice(None)),
+            (whole.slice(7, 500), slice(7, 507)),
+            (pa.chunked_array([whole.slice(0, 3), whole.slice(3, 0), whole.slice(3)]), slice(None)),
+            (pa.chunked_array([whole.slice(5, 10), whole.slice(900)]), np.r_[5:15, 900:1000]),
+            (pa.chunked_array([], type_), slice(0, 0)),
+            (whole.slice(0, 0), slice(0, 0)),
+        ):
+            got = numpy_of(column, dtype)
+            assert got.dtype == dtype and got.tolist() == want[rows].tolist()
+    with pytest.raises(ValueError, match="nulls"):
+        numpy_of(pa.array([1, None], pa.int32()), np.int32)
+    for column in (pa.array([1], pa.int64()), pa.array(["a"]), pa.array([True])):
+        with pytest.raises(ValueError, match="cannot be read as int32"):
+            numpy_of(column, np.int32)
+
+
 def test_the_linkers_membership_test_is_isin():
     """``_among`` (a comparison per id for the few words of a query) against ``np.isin``."""
     from fictionworld.web.linker import _among
