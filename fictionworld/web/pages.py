@@ -278,14 +278,18 @@ class PageTable:
         return cls(table, order, codes)
 
 
+def _beside(pages_file: Path, what: str) -> Path:
+    return Path(pages_file).with_name(f"{Path(pages_file).stem}.{what}.npy")
+
+
 def url_order_path(pages_file: Path) -> Path:
     """Where the URL sort order of ``pages.arrow`` lives: ``pages.url-order.npy`` beside it."""
-    return Path(pages_file).with_name(Path(pages_file).stem + ".url-order.npy")
+    return _beside(pages_file, "url-order")
 
 
 def codes_path(pages_file: Path) -> Path:
     """Where the kind and layer codes of ``pages.arrow`` live: ``pages.codes.npy`` beside it."""
-    return Path(pages_file).with_name(Path(pages_file).stem + ".codes.npy")
+    return _beside(pages_file, "codes")
 
 
 def page_codes(table: pa.Table) -> np.ndarray:
