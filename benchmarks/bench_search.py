@@ -4,6 +4,7 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
     python benchmarks/bench_search.py                        # 100k with peers
     python benchmarks/bench_search.py --sizes 1000000 --no-peers
     python benchmarks/bench_search.py --world DIR            # serving a saved world (any size)
+    python benchmarks/bench_search.py --world DIR --engine   # the engine alone on name queries
 
 ``--world`` times a fresh process from its start to its first answer, opening the world as a
 server does (``verify="files"``: file digests, lazily read tables, the memory-mapped lexicon),
@@ -184,6 +185,59 @@ if sys.argv[3] == "1":
 print(json.dumps(out))
 """
 
+ENGINE_CHILD = r"""
+import json, os, sys, time
+import numpy as np
+try:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+except (AttributeError, OSError):
+    pass
+import fictionworld as fw
+import fictionworld.web.index as index_module
+world = fw.World.load(sys.argv[1], verify=False)
+ix = world.web.index
+if sys.argv[2] != "default":  # pages a clause may be on and still be rare: "share" (0.5 % only) or a number
+    index_module.COMMON_POSTINGS = float("inf") if sys.argv[2] == "share" else int(sys.argv[2])
+names = world.web.lexicon.names
+extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
+def make(seed):
+    rng = np.random.default_rng(seed); qs = []
+    for r in rng.choice(len(names), 600, replace=False).tolist():
+        k = len(qs) % 4
+        qs.append(names[r] if k == 0 else f"{names[r]} {extra[int(rng.integers(len(extra)))]}" if k < 3
+                  else f"who {['founded', 'directed', 'wrote', 'won'][len(qs) % 4]} {names[r]}")
+    return qs
+def lat(qs):
+    ts = []
+    for q in qs:
+        tokens = ix.analyze(q)
+        t = time.perf_counter(); ix.search(tokens, 20); ts.append(time.perf_counter() - t)
+    ts = np.array(ts) * 1000
+    return {"p50_ms": float(np.percentile(ts, 50)), "p99_ms": float(np.percentile(ts, 99))}
+first, unseen = make(0), make(1)
+out = {"limit": index_module.common_limit(ix.num_docs), "first": lat(first), "unseen": lat(unseen), "again": lat(first)}
+print(json.dumps(out))
+"""
+
+
+def engine(world: str) -> None:
+    """The engine alone (``TantivyIndex.search``, top 20) on 600 name queries (a name, a name
+    and a word, "who founded X") in a fresh process: first pass, 600 unseen queries after
+    it, then the first 600 again, with common clauses limited as today and by share alone."""
+    print(f"== engine on {world} (fresh process each; one core; top 20) ==")
+    for limit in ("default", "share"):
+        r = subprocess.run([sys.executable, "-c", ENGINE_CHILD, world, limit], capture_output=True, text=True)
+        if r.returncode:
+            print(r.stderr, file=sys.stderr)
+            raise SystemExit(r.returncode)
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+        print(
+            f"common beyond {d['limit']:,.0f} pages ({limit}): "
+            + ", ".join(
+                f"{k} p50 {d[k]['p50_ms']:.2f} / p99 {d[k]['p99_ms']:.1f} ms" for k in ("first", "unseen", "again")
+            )
+        )
+
 
 def serve(world: str, repeat: int) -> None:
     """Fresh processes opening ``world``: wall time from spawning one to its first answer."""
@@ -222,7 +276,11 @@ def main() -> None:
     ap.add_argument("--rank-bm25-queries", type=int, default=100, help="rank-bm25 scans every page per query")
     ap.add_argument("--world", help="serve this saved world instead of generating (first answer, latency)")
     ap.add_argument("--repeat", type=int, default=3, help="fresh processes per verify mode with --world")
+    ap.add_argument("--engine", action="store_true", help="with --world: the engine alone on name queries")
     args = ap.parse_args()
+    if args.world and args.engine:
+        engine(args.world)
+        return
     if args.world:
         serve(args.world, args.repeat)
         return

@@ -197,17 +197,26 @@ def test_the_index_finds_exact_titles_as_a_table_of_all_titles_would(world):
         assert web.index.exact_titles(q) == table.get(fold_phrase(q), []), q
 
 
-def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world):
+@pytest.mark.parametrize("limit_by", ["share", "postings"])
+def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, monkeypatch):
     """The search that scores common clauses only where they can change the top n, against
     one unpruned query of every clause (rare and common as two sub-queries, so that each page's
     score is summed the same way): same pages, same scores, float for float, at every depth;
-    both ways out of the pruned search (the bound met, the common-only pages merged) occur."""
+    both ways out of the pruned search (the bound met, the common-only pages merged) occur.
+    Common is a share of the pages in a small index, a number of pages in a large one: this
+    world is small, so the second case lowers that number below the share."""
     import tantivy as T
 
-    from fictionworld.web.index import COMMON_CLAUSE, COMMON_SHARE, TITLE_BOOST
+    import fictionworld.web.index as index_module
+    from fictionworld.web.index import COMMON_CLAUSE, COMMON_SHARE, TITLE_BOOST, common_limit
 
     ix = world.web.index
+    if limit_by == "postings":
+        monkeypatch.setattr(index_module, "COMMON_POSTINGS", int(0.4 * COMMON_CLAUSE * ix.num_docs))
+    assert (common_limit(ix.num_docs) < COMMON_CLAUSE * ix.num_docs) == (limit_by == "postings")
+    ix._max.clear(), ix._common_top.clear()  # each case finds its bounds and merges afresh
     n_docs = ix.num_docs
+    limit = common_limit(n_docs)
     searcher, schema = ix.searcher, ix.schema
 
     def clause(field, tok):
@@ -219,7 +228,7 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world):
         if len(tokens) > 1:
             tokens = [x for x in tokens if ix.doc_freq(x) <= COMMON_SHARE * n_docs] or tokens
         clauses = [(f, t) for t in tokens for f in ("title", "body")]
-        common = [c for c in clauses if searcher.doc_freq(*c) > COMMON_CLAUSE * n_docs]
+        common = [c for c in clauses if searcher.doc_freq(*c) > limit]
         groups = [g for g in ([c for c in clauses if c not in common], common) if g]
         union = lambda cs: T.Query.boolean_query([(T.Occur.Should, clause(*c)) for c in cs])  # noqa: E731
         query = union(groups[0]) if len(groups) == 1 else T.Query.boolean_query(
@@ -233,8 +242,8 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world):
 
     words = sorted({t for title in world.web.pages.titles for t in ix.analyze(title)})
     df = np.array([ix.doc_freq(w) for w in words])
-    common = [w for w, d in zip(words, df) if d > 2 * COMMON_CLAUSE * n_docs]
-    rare = [w for w, d in zip(words, df) if 0 < d <= COMMON_CLAUSE * n_docs]
+    common = [w for w, d in zip(words, df) if d > 2 * limit]
+    rare = [w for w, d in zip(words, df) if 0 < d <= limit]
     assert len(common) > 20 and len(rare) > 100
     common_set = set(common)
     calls, bounds = [], []  # the searches a query made (not those finding a bound), bounds asked
