@@ -220,17 +220,23 @@ print(json.dumps(out))
 """
 
 
+def _child(code: str, *args: str) -> dict:
+    """Run ``code`` in a fresh Python process with ``args``; the JSON of its last line of
+    output (its error output, and this script's exit, if it fails)."""
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if r.returncode:
+        print(r.stderr, file=sys.stderr)
+        raise SystemExit(r.returncode)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def engine(world: str) -> None:
     """The engine alone (``TantivyIndex.search``, top 20) on 600 name queries (a name, a name
     and a word, "who founded X") in a fresh process: first pass, 600 unseen queries after
     it, then the first 600 again, with common clauses limited as today and by share alone."""
     print(f"== engine on {world} (fresh process each; one core; top 20) ==")
     for limit in ("default", "share"):
-        r = subprocess.run([sys.executable, "-c", ENGINE_CHILD, world, limit], capture_output=True, text=True)
-        if r.returncode:
-            print(r.stderr, file=sys.stderr)
-            raise SystemExit(r.returncode)
-        d = json.loads(r.stdout.strip().splitlines()[-1])
+        d = _child(ENGINE_CHILD, world, limit)
         print(
             f"common beyond {d['limit']:,.0f} pages ({limit}): "
             + ", ".join(
@@ -247,13 +253,8 @@ def serve(world: str, repeat: int) -> None:
     for verify in ("files", "none", "content"):
         for i in range(repeat if verify != "content" else 1):
             t = time.perf_counter()
-            r = subprocess.run([sys.executable, "-c", SERVE_CHILD, world, verify, "1" if (verify, i) == ("files", 0) else "0"],
-                               capture_output=True, text=True)  # fmt: skip
+            d = _child(SERVE_CHILD, world, verify, "1" if (verify, i) == ("files", 0) else "0")
             wall = time.perf_counter() - t
-            if r.returncode:
-                print(r.stderr, file=sys.stderr)
-                raise SystemExit(r.returncode)
-            d = json.loads(r.stdout.strip().splitlines()[-1])
             print(
                 f"verify={verify:8} spawn to first answer {wall:.2f} s  (in process {d['in_process_s']:.2f} s: import "
                 f"{d['import_s']:.2f}, World.load {d['load_s']:.2f}, first search {d['first_search_s']:.2f})"
@@ -285,15 +286,7 @@ def main() -> None:
         serve(args.world, args.repeat)
         return
     for n in args.sizes:
-        r = subprocess.run(
-            [sys.executable, "-c", CHILD, str(n), "0" if args.no_peers else "1", str(args.rank_bm25_queries)],
-            capture_output=True,
-            text=True,
-        )
-        if r.returncode:
-            print(r.stderr, file=sys.stderr)
-            raise SystemExit(r.returncode)
-        d = json.loads(r.stdout.strip().splitlines()[-1])
+        d = _child(CHILD, str(n), "0" if args.no_peers else "1", str(args.rank_bm25_queries))
         print(f"\n== {d['entities']:,} entities: {d['pages']:,} pages, {d['queries']:,} queries ==")
         print(
             f"generate {d['generate_s']:.1f} s | render {d['render_s']:.1f} s | tantivy build {d['tantivy_build_s']:.1f} s "
