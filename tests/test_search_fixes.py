@@ -149,10 +149,11 @@ def _generated_text(rng) -> str:
 
 
 def test_snippet_sentences_are_cut_and_picked_as_the_plain_rule_does(world):
-    """Sentences are found by a regex that starts with the whitespace it cuts, and read only as
-    far as a pick needs: the excerpt is the one the plain rule (one regex split in full, every
-    sentence scored) gives, on generated edge cases and on every page of a world."""
-    from fictionworld.web.model import _BREAK, _SPACES, MAX_SENTENCES, SCAN_CHARS, _excerpt, query_stems
+    """Sentences are found by a regex that starts with the stop or line break before a cut, and
+    read only as far as a pick needs: the breaks are the plain rule's, and the excerpt is the one
+    the plain rule (one regex split in full, every sentence scored) gives, on generated edge cases
+    and on every page of a world."""
+    from fictionworld.web.model import _SPACES, MAX_SENTENCES, SCAN_CHARS, _breaks, _excerpt, query_stems
 
     rng = np.random.default_rng(3)
     cases = [("", "Ana"), ("   \n\n ", "Ana"), ("# Only a heading", "heading"), ("ΑΣ. Β", "ας")]
@@ -171,10 +172,41 @@ def test_snippet_sentences_are_cut_and_picked_as_the_plain_rule_does(world):
     assert long > 100 and sigma > 1000, (long, sigma)
     for text, query in cases:
         text = text[:SCAN_CHARS]
-        assert _BREAK.split(text) == _PLAIN_BREAK.split(text), text
+        assert list(_breaks(text)) == [m.span() for m in _PLAIN_BREAK.finditer(text)], text
         stems = query_stems(query)
         assert _excerpt(text, stems) == _plain_excerpt(text, stems), (text, query)
         assert _SPACES.sub(" ", text) == re.sub(r"\s+", " ", text)  # runs to one space, single spaces kept
+
+
+# The value masks as first written, before the lookaheads that let the regex engine skip ahead.
+_PLAIN_DATE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{1,4}\b"
+    r"|\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,4}\b"
+)
+_PLAIN_NUMBER = re.compile(r"(?:US)?\$?-?\d[\d,]*(?:\.\d+)?(?:\s*(?:thousand|million|billion))?")
+
+
+def test_value_masks_match_what_the_plain_patterns_match(world):
+    """Dates and numbers are found by patterns that first look at the character they start
+    with: the matches are those of the plain patterns, on generated edge cases (digits of other
+    scripts, "US$", minus signs, months glued to words, scale words) and on pages of a world."""
+    from fictionworld.web.model import _DATE, _NUMBER
+
+    rng = np.random.default_rng(5)
+    pieces = ["1998", "1998-03-04", "12", "3", "0,5", "1,200.50", "-7", "$", "US", "US$", "USD", "-", "٣٤", "१९९८",
+              "March", "Mar.", "Marching", "May", "Sept", "December", "Dec", "Jan.", "JFK", "Ana", "thousand",
+              "million", "billion", ",", ".", " ", " ", " ", "\n", "\u00a0", "x", "_", "é", "4th", "a1b", "March 3, 1998",
+              "4 June 1990", "Sept. 30, 12"]  # fmt: skip
+    cases = ["".join(str(p) for p in rng.choice(pieces, int(rng.integers(0, 30)))) for _ in range(20_000)]
+    pages = world.web.pages
+    cases += [pages.text(row) for row in range(0, len(pages), 5)]
+    for pattern, plain in ((_DATE, _PLAIN_DATE), (_NUMBER, _PLAIN_NUMBER)):
+        found = 0
+        for text in cases:
+            spans = [m.span() for m in pattern.finditer(text)]
+            assert spans == [m.span() for m in plain.finditer(text)], (pattern.pattern, text)
+            found += bool(spans)
+        assert found > 3_000, (pattern.pattern, found)  # the cases hold many of them
 
 
 def test_search_snippets_keep_numbered_names(world):

@@ -238,7 +238,7 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
     """The 8-byte-key search of a sorted column against ``bisect`` itself: words sharing long
     prefixes, shorter than 8 bytes, empty, multi-byte (é, 𝔄, U+10FFFF), over chunked,
     sliced and large_string columns, at every ``lo`` and ``hi``, with a key for every row or
-    every ``stride``-th."""
+    every ``stride``-th; and ``find`` against ``list.index``."""
     import bisect
 
     from fictionworld.web.arrow import Strings
@@ -270,6 +270,7 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
             lo = int(rng.integers(0, len(vocab) + 1))
             assert s.bisect_left(x) == bisect.bisect_left(vocab, x), x
             assert s.bisect_right(x) == bisect.bisect_right(vocab, x), x
+            assert s.find(x) == (vocab.index(x) if x in vocab else -1), x
             assert s.bisect_left(x, lo) == bisect.bisect_left(vocab, x, lo), (x, lo)
             assert s.bisect_right(x, lo, len(vocab)) == bisect.bisect_right(vocab, x, lo), (x, lo)
             hi = int(rng.integers(lo, len(vocab) + 1))

@@ -196,7 +196,9 @@ class TantivyIndex:
     def exact_titles(self, title: str, n: int = 10_000) -> list[int]:
         """Ids (ascending) of the pages titled ``title``, case, accents and spacing aside."""
         key = fold_phrase(title)
-        if not key:
+        # Most queries are no page's title: a term's document count (a dictionary lookup per
+        # segment) says so in a tenth of the time of a search for it.
+        if not key or not self.searcher.doc_freq("title_key", key):
             return []
         query = self._t.Query.term_query(self.schema, "title_key", key)
         hits = self.searcher.search(query, limit=n, count=False).hits
@@ -232,7 +234,11 @@ class TantivyIndex:
             tokens = rare or tokens
         if not tokens or n <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        clauses = [(field, tok) for tok in tokens for field in ("title", "body")]
+        # A clause on no page scores nothing: dropped, it costs nothing either (most words of a
+        # query are in no title).
+        clauses = [(field, tok) for tok in tokens for field in ("title", "body") if self._field_df(field, tok)]
+        if not clauses:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         limit = common_limit(self.num_docs)
         common = [c for c in clauses if self._field_df(*c) > limit]
         rare = [c for c in clauses if c not in common]

@@ -100,8 +100,7 @@ class Speller:
 
     def id(self, word: str) -> int:
         """The word's position in the sorted vocabulary, -1 if it is not there."""
-        i = self.words.bisect_left(word)
-        return i if i < len(self.words) and self.words[i] == word else -1
+        return self.words.find(word)
 
     def _group(self, keys: Strings, perm: np.ndarray, key: str) -> np.ndarray:
         lo = keys.bisect_left(key)

