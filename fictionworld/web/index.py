@@ -218,12 +218,12 @@ class TantivyIndex:
         scores, best first, ties by page id.
 
         Clauses on more pages than :func:`common_limit` allows (the body clause of "born",
-        "film", "founded"; at 10M entities, of a first name) would cost most of the time. So the pages holding a rarer clause are ranked
-        first, their common clauses added to their score. A page with common clauses only
-        scores at most the sum of those clauses' best scores (found once per clause, cached):
-        when the n-th page already beats that bound, the answer is final. Else the pages with
-        common clauses only are ranked too, by a plain union that tantivy prunes by block,
-        and the two lists are merged. The result is the exact top ``n`` of the whole query
+        "film", "founded"; at 10M entities, of a first name) would cost most of the time. So
+        the pages holding a rarer clause are ranked first, their common clauses added to their
+        score. A page with common clauses only scores at most the sum of those clauses' best
+        scores (found once per clause, cached): when the n-th page already beats that bound,
+        the answer is final. Else the pages with common clauses only are ranked too, by a plain
+        union that tantivy prunes by block, and the two lists are merged. The result is the exact top ``n`` of the whole query
         (``tests/test_web_search.py`` compares it with one unpruned query): a page scores
         (rare clauses) + (common clauses) either way, and each list keeps tied pages as one
         query over the whole index does."""
@@ -236,11 +236,12 @@ class TantivyIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         # A clause on no page scores nothing: dropped, it costs nothing either (most words of a
         # query are in no title).
-        clauses = [(field, tok) for tok in tokens for field in ("title", "body") if self._field_df(field, tok)]
+        df = {(field, tok): self._field_df(field, tok) for tok in tokens for field in ("title", "body")}
+        clauses = [c for c, d in df.items() if d]
         if not clauses:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         limit = common_limit(self.num_docs)
-        common = [c for c in clauses if self._field_df(*c) > limit]
+        common = [c for c in clauses if df[c] > limit]
         rare = [c for c in clauses if c not in common]
         if not common or not rare:
             hits = self._top(self._union(clauses), n)

@@ -76,7 +76,7 @@ def _breaks(text: str):
     """(start, end) of each sentence break of ``text``, in order."""
     for m in _BREAK.finditer(text):
         a = m.start(1)
-        yield (m.start() if a < 0 else a), m.end()
+        yield (m.start() if a < 0 else a), m.end()  # group 1 unset: a run of line breaks
 
 
 def _sentences(text: str):
@@ -84,15 +84,12 @@ def _sentences(text: str):
     ``MAX_SENTENCES`` breaks, less blank pieces and headings; one at a time, so a caller may
     stop early."""
     pos = 0
-    for i, m in enumerate(_BREAK.finditer(text)):
+    for i, (a, b) in enumerate(_breaks(text)):
         if i == MAX_SENTENCES:
             break
-        a = m.start(1)
-        if a < 0:  # a run of line breaks
-            a = m.start()
         if pos < a and not text[pos:a].isspace() and text[pos] != "#":
             yield text[pos:a]
-        pos = m.end()
+        pos = b
     if pos < len(text) and not text[pos:].isspace() and text[pos] != "#":
         yield text[pos:]
 
