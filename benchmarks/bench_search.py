@@ -5,6 +5,7 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
     python benchmarks/bench_search.py --sizes 1000000 --no-peers
     python benchmarks/bench_search.py --world DIR            # serving a saved world (any size)
     python benchmarks/bench_search.py --world DIR --engine   # the engine alone on name queries
+    python benchmarks/bench_search.py --world DIR --cold     # pages not in the page cache
 
 ``--world`` times a fresh process from its start to its first answer, opening the world as a
 server does (``verify="files"``: file digests, lazily read tables, the memory-mapped lexicon),
@@ -25,6 +26,7 @@ import argparse
 import json
 import subprocess
 import sys
+from statistics import median
 
 CHILD = r"""
 import json, os, sys, tempfile, time
@@ -218,6 +220,36 @@ first, unseen = make(0), make(1)
 out = {"limit": index_module.common_limit(ix.num_docs), "first": lat(first), "unseen": lat(unseen), "again": lat(first)}
 print(json.dumps(out))
 """
+COLD_CHILD = r"""
+import json, os, sys, time
+import numpy as np
+try:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+except (AttributeError, OSError):
+    pass
+world_dir, access, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = os.open(os.path.join(world_dir, "pages.arrow"), os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # out of the page cache (no process maps it now)
+os.close(fd)
+import psutil
+import fictionworld as fw
+import fictionworld.web.pages as pages_module
+pages_module.PAGES_ACCESS = access
+world = fw.World.load(world_dir, verify=False)
+names = world.web.lexicon.names
+rng = np.random.default_rng(7)
+extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
+queries = [names[r] + ("" if i % 2 else " " + extra[int(rng.integers(len(extra)))])
+           for i, r in enumerate(rng.choice(len(names), n, replace=False).tolist())]
+io = psutil.Process().io_counters().read_bytes
+ts = []
+for q in queries:
+    t = time.perf_counter(); world.search(q, k=10); ts.append(time.perf_counter() - t)
+read = psutil.Process().io_counters().read_bytes - io
+ts = np.array(ts) * 1000
+print(json.dumps({"p50_ms": float(np.percentile(ts, 50)), "p90_ms": float(np.percentile(ts, 90)),
+                  "p99_ms": float(np.percentile(ts, 99)), "read_mib_per_query": read / 2**20 / n}))
+"""
 
 
 def _child(code: str, *args: str) -> dict:
@@ -243,6 +275,37 @@ def engine(world: str) -> None:
                 f"{k} p50 {d[k]['p50_ms']:.2f} / p99 {d[k]['p99_ms']:.1f} ms" for k in ("first", "unseen", "again")
             )
         )
+
+
+def cold(world: str, repeat: int, queries: int = 600) -> None:
+    """A fresh process's first ``queries`` searches (names, names and a word) with ``pages.arrow``
+    evicted from the page cache first (the index and lexicon as earlier runs left them): the
+    pages file mapped for random access (``PAGES_ACCESS``, the default) against the kernel's
+    default read-ahead, alternated, the same queries each time. Linux only."""
+    print(f"== cold pages: {world} (fresh process each; one core; {queries} searches; pages.arrow evicted first) ==")
+    _child(COLD_CHILD, world, "random", "50")  # warms the index and lexicon for every run after
+    runs: dict[str, list[dict]] = {"random": [], "normal": []}
+    for i in range(repeat):
+        for access in ("normal", "random") if i % 2 else ("random", "normal"):
+            d = _child(COLD_CHILD, world, access, str(queries))
+            runs[access].append(d)
+            print(
+                f"{access:7} p50 {d['p50_ms']:7.2f}  p90 {d['p90_ms']:7.2f}  p99 {d['p99_ms']:7.1f} ms  "
+                f"read from disk {d['read_mib_per_query']:7.2f} MiB per search"
+            )
+    r, n = (median(d["p50_ms"] for d in runs[a]) for a in ("random", "normal"))
+    b, m = (median(d["read_mib_per_query"] for d in runs[a]) for a in ("random", "normal"))
+    print(f"median p50: default read-ahead / random = {n / r:.2f}x; bytes read: {m / max(b, 1e-9):.1f}x")
+    import os
+
+    import psutil
+
+    from fictionworld.web.arrow import choose_access
+
+    size, free = os.path.getsize(os.path.join(world, "pages.arrow")), psutil.virtual_memory().available
+    print(
+        f"PAGES_ACCESS='auto' maps these {size / 2**30:.1f} GiB of pages, with {free / 2**30:.1f} GiB available: {choose_access(size, free)}"
+    )
 
 
 def serve(world: str, repeat: int) -> None:
@@ -278,7 +341,11 @@ def main() -> None:
     ap.add_argument("--world", help="serve this saved world instead of generating (first answer, latency)")
     ap.add_argument("--repeat", type=int, default=3, help="fresh processes per verify mode with --world")
     ap.add_argument("--engine", action="store_true", help="with --world: the engine alone on name queries")
+    ap.add_argument("--cold", action="store_true", help="with --world: searches with the pages file evicted first")
     args = ap.parse_args()
+    if args.world and args.cold:
+        cold(args.world, args.repeat)
+        return
     if args.world and args.engine:
         engine(args.world)
         return

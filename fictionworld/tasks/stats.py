@@ -22,8 +22,9 @@ class AnswerPages:
         import pyarrow.compute as pc
 
         col = web.pages.table.column("fact_ids")
-        flat = pc.list_flatten(col).to_numpy()
-        parents = pc.list_parent_indices(col).to_numpy()
+        with web.pages.scanning():  # the whole column, in order
+            flat = pc.list_flatten(col).to_numpy()
+            parents = pc.list_parent_indices(col).to_numpy()
         order = np.argsort(flat, kind="stable")
         self.facts, self.pages = flat[order], parents[order]
         self.web = web

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from bisect import bisect_left
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
-from fictionworld.web.arrow import Strings, numpy_of, read_arrow, write_arrow
+from fictionworld.web.arrow import MappedArrow, Strings, numpy_of, write_arrow
 
 __all__ = [
     "Page",
@@ -51,6 +52,13 @@ LAYERS = ("", "distractor", "confusable", "conflict")  # "" = the authoritative 
 # Reference pages (encyclopedia, directories, official sites, aggregator profiles): the result
 # lists of real engines, and AgentWorld's ``web_search``, show them as ``Date: N/A``.
 UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history", "org_people", "profile")
+# How a saved web's pages file is mapped (:class:`~fictionworld.web.arrow.MappedArrow`): "auto"
+# maps it for random reads when the page cache cannot hold it. With the file evicted from the
+# page cache, a fresh process's first 600 searches took, at 10M (19.4 GiB of pages), p50
+# 8.6-9.3 ms mapped for random reads against 19.6-19.8 ms with the kernel's default read-ahead,
+# which read 14 MiB per search; at 1M (2.0 GiB) 4.4-4.5 ms against 1.4-1.5 ms: there read-ahead
+# brings the file into the cache within those searches (``bench_search.py --world DIR --cold``).
+PAGES_ACCESS = "auto"
 AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
 
@@ -197,6 +205,7 @@ class PageTable:
     table: pa.Table
     url_order: np.ndarray | None = None  # page rows by URL (bytewise order), when known
     codes: np.ndarray | None = None  # :func:`page_codes` of the table, when known
+    mapped: MappedArrow | None = None  # the file the table is mapped from (:meth:`load`)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -227,6 +236,12 @@ class PageTable:
 
     def text(self, row: int) -> str:
         return self.table.column("text")[row].as_py()
+
+    def scanning(self) -> AbstractContextManager:
+        """A block that reads the pages in order (every page's text, a whole column): the file
+        is read ahead while it runs (:meth:`MappedArrow.scanning`; :meth:`load` maps it for
+        random access, as searches read it)."""
+        return self.mapped.scanning() if self.mapped is not None else nullcontext()
 
     def column(self, name: str, row: int):
         return self.table.column(name)[row].as_py()
@@ -260,10 +275,13 @@ class PageTable:
         np.save(codes_path(path), np.stack([self.kind_code, self.layer]))
 
     @classmethod
-    def load(cls, path: Path) -> PageTable:
+    def load(cls, path: Path, access: str | None = None) -> PageTable:
         """Memory-maps the Arrow file (and the URL order and codes saved beside it; a file
-        saved without them has them computed): opening is O(1) in the text size."""
-        table = read_arrow(path)
+        saved without them has them computed): opening is O(1) in the text size. ``access``:
+        how the kernel is told the file will be read (:class:`MappedArrow`; default
+        :data:`PAGES_ACCESS`)."""
+        mapped = MappedArrow(path, PAGES_ACCESS if access is None else access)
+        table = mapped.table
         if table.schema != PAGE_SCHEMA:
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
         order = codes = None
@@ -275,7 +293,7 @@ class PageTable:
             codes = np.load(codes_path(path), mmap_mode="r").view(np.ndarray)  # (indexing a memmap costs more)
             if not _codes_fit(codes, table.num_rows):
                 raise ValueError(f"{codes_path(path).name}: not the kind and layer codes of {table.num_rows:,} pages")
-        return cls(table, order, codes)
+        return cls(table, order, codes, mapped)
 
 
 def _beside(pages_file: Path, what: str) -> Path:

@@ -127,8 +127,9 @@ def sample_sessions(web, n: int, seed: int = 0, progress: Progress | None = None
     focus page (one to three queries), opens it (page 2 of a long directory too), follows a link
     and sometimes opens a missing page or searches a year list."""
     by_kind: dict[str, list[int]] = {}
-    for row in range(len(web.pages)):
-        by_kind.setdefault(page_kind(web, row), []).append(row)
+    with web.pages.scanning():  # every page, in order
+        for row in range(len(web.pages)):
+            by_kind.setdefault(page_kind(web, row), []).append(row)
     out = []
     for i in range(n):
         out.append(_session(web, i, seed, by_kind))

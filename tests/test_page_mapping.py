@@ -1,0 +1,78 @@
+"""The pages file of a saved web is mapped for random access (searches read ten pages anywhere in
+it), and read ahead only while a caller scans it in order."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import fictionworld as fw
+from fictionworld.web import Web
+from fictionworld.web.arrow import MappedArrow, choose_access, read_arrow
+from fictionworld.web.pages import PageTable
+from fictionworld.web.web import WebError
+
+
+def _vm_flags(path: Path) -> list[set[str]]:
+    """The kernel's flags of each mapping of ``path`` in this process (Linux /proc/self/smaps)."""
+    out, current = [], None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            parts = line.split(maxsplit=5)
+            current = parts[5] if len(parts) > 5 else ""
+        elif line.startswith("VmFlags:") and current == str(path):
+            out.append(set(line.split()[1:]))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's flags in /proc/self/smaps")
+def test_pages_are_mapped_for_random_reads_and_scanned_with_read_ahead(saved_world):
+    path = (saved_world / "pages.arrow").resolve()
+    pages = PageTable.load(path, "random")
+    assert pages.mapped is not None and pages.mapped.access == "random"
+    # "rr": MADV_RANDOM (no read-ahead around a fault); "sr": MADV_SEQUENTIAL
+    assert [f & {"rr", "sr"} for f in _vm_flags(path)] == [{"rr"}]
+    with pages.scanning():
+        assert [f & {"rr", "sr"} for f in _vm_flags(path)] == [{"sr"}]
+    assert [f & {"rr", "sr"} for f in _vm_flags(path)] == [{"rr"}]
+    with pytest.raises(RuntimeError):  # advice is restored when the scan fails too
+        with pages.scanning():
+            raise RuntimeError
+    assert [f & {"rr", "sr"} for f in _vm_flags(path)] == [{"rr"}]
+    # A world opened as by default: its pages file, a few MiB, fits in memory many times over,
+    # so it keeps the kernel's default read-ahead (a second mapping, without either flag).
+    world = fw.World.load(saved_world)
+    assert world.web.pages.mapped.access == "normal"
+    assert sorted(len(f & {"rr", "sr"}) for f in _vm_flags(path)) == [0, 1]
+
+
+def test_auto_maps_for_random_reads_only_a_file_the_page_cache_cannot_hold():
+    gib = 2**30
+    assert choose_access(int(19.4 * gib), 22 * gib) == "random"  # the 10M world's pages here
+    assert choose_access(2 * gib, 22 * gib) == "normal"  # the 1M world's
+    assert choose_access(2 * gib, 3 * gib) == "random"  # the same, with little memory left
+    assert choose_access(0, 0) == "normal"
+
+
+def test_mapped_pages_read_as_arrow_maps_them(saved_world):
+    """Every column of every page, read through the advised mapping, is what Arrow's own memory
+    map reads; and the search results are the same."""
+    world = fw.World.load(saved_world)
+    assert world.web.pages.table.equals(read_arrow(saved_world / "pages.arrow"))
+    mapped = MappedArrow(saved_world / "pages.arrow", "sequential")
+    assert mapped.table.equals(world.web.pages.table)
+    with pytest.raises(ValueError, match="access must be"):
+        MappedArrow(saved_world / "pages.arrow", "backwards")
+
+
+@pytest.mark.parametrize("content", [b"", b"ARROW1\0\0garbage"])
+def test_an_empty_or_broken_pages_file_is_a_clear_error(saved_world, tmp_path, content):
+    d = tmp_path / "w"
+    shutil.copytree(saved_world, d)
+    (d / "pages.arrow").write_bytes(content)
+    with pytest.raises(WebError, match="pages.arrow: unreadable"):
+        Web.load(fw.World.load(d), d)
