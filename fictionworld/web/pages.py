@@ -239,8 +239,9 @@ class PageTable:
 
     def scanning(self) -> AbstractContextManager:
         """A block that reads the pages in order (every page's text, a whole column): the file
-        is read ahead while it runs (:meth:`MappedArrow.scanning`; :meth:`load` maps it for
-        random access, as searches read it)."""
+        is read ahead while it runs (:meth:`MappedArrow.scanning`), then read as :meth:`load`
+        mapped it (for random reads when it is too large to cache); a table not loaded from a
+        file is unaffected."""
         return self.mapped.scanning() if self.mapped is not None else nullcontext()
 
     def column(self, name: str, row: int):
