@@ -54,11 +54,12 @@ LAYERS = ("", "distractor", "confusable", "conflict")  # "" = the authoritative 
 UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history", "org_people", "profile")
 # How a saved web's pages file is mapped (:class:`~fictionworld.web.arrow.MappedArrow`): "auto"
 # maps it for random reads when the page cache cannot hold it. With the file evicted from the
-# page cache, a fresh process's first 600 searches took, at 10M (19.4 GiB of pages), p50
-# 8.6-9.3 ms mapped for random reads against 19.6-19.8 ms with the kernel's default read-ahead,
-# which read 14 MiB per search; at 1M (2.0 GiB) 4.4-4.5 ms against 1.4-1.5 ms: there read-ahead
+# page cache, a fresh process's first 600 searches took, at 10M (18.1 GiB of pages), p50
+# 8.6-12.0 ms mapped for random reads against 19.6-25.2 ms with the kernel's default read-ahead,
+# which read 14 MiB per search; at 1M (1.8 GiB) 4.4-5.0 ms against 1.4-1.8 ms: there read-ahead
 # brings the file into the cache within those searches (``bench_search.py --world DIR --cold``).
 PAGES_ACCESS = "auto"
+_READ_WHOLE = ("u", "entity", "published")  # columns a PageTable copies into memory when it opens
 AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
 
@@ -281,7 +282,7 @@ class PageTable:
         saved without them has them computed): opening is O(1) in the text size. ``access``:
         how the kernel is told the file will be read (:class:`MappedArrow`; default
         :data:`PAGES_ACCESS`)."""
-        mapped = MappedArrow(path, PAGES_ACCESS if access is None else access)
+        mapped = MappedArrow(path, PAGES_ACCESS if access is None else access, will_need=_READ_WHOLE)
         table = mapped.table
         if table.schema != PAGE_SCHEMA:
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
