@@ -118,9 +118,14 @@ class MappedArrow:
             if buf is not None
         )
 
+    def _flag(self, name: str) -> int | None:
+        """The ``madvise`` flag ``name``, or None where this mapping cannot be advised."""
+        flag = getattr(mmap, name, None)
+        return None if self._map is None or not hasattr(self._map, "madvise") else flag
+
     def _will_need(self, ranges: Iterable[tuple[int, int]]) -> int:
-        flag = getattr(mmap, "MADV_WILLNEED", None)
-        if self._map is None or flag is None or not hasattr(self._map, "madvise"):
+        flag = self._flag("MADV_WILLNEED")
+        if flag is None:
             return 0
         asked = 0
         for start, size in ranges:
@@ -132,8 +137,8 @@ class MappedArrow:
 
     def advise(self, access: str) -> bool:
         """Tell the kernel how the mapping will be read next; whether it could be told."""
-        flag = getattr(mmap, _ADVICE[access], None)
-        if self._map is None or flag is None or not hasattr(self._map, "madvise"):
+        flag = self._flag(_ADVICE[access])
+        if flag is None:
             return False
         self._map.madvise(flag)
         return True

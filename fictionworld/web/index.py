@@ -223,10 +223,10 @@ class TantivyIndex:
         score. A page with common clauses only scores at most the sum of those clauses' best
         scores (found once per clause, cached): when the n-th page already beats that bound,
         the answer is final. Else the pages with common clauses only are ranked too, by a plain
-        union that tantivy prunes by block, and the two lists are merged. The result is the exact top ``n`` of the whole query
-        (``tests/test_web_search.py`` compares it with one unpruned query): a page scores
-        (rare clauses) + (common clauses) either way, and each list keeps tied pages as one
-        query over the whole index does."""
+        union that tantivy prunes by block, and the two lists are merged. The result is the
+        exact top ``n`` of the whole query (``tests/test_web_search.py`` compares it with one
+        unpruned query): a page scores (rare clauses) + (common clauses) either way, and each
+        list keeps tied pages as one query over the whole index does."""
         t = self._t
         tokens = list(dict.fromkeys(tokens))
         if len(tokens) > 1:

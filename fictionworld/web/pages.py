@@ -59,7 +59,9 @@ UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history"
 # which read 14 MiB per search; at 1M (1.8 GiB) 4.4-5.0 ms against 1.4-1.8 ms: there read-ahead
 # brings the file into the cache within those searches (``bench_search.py --world DIR --cold``).
 PAGES_ACCESS = "auto"
-_READ_WHOLE = ("u", "entity", "published")  # columns a PageTable copies into memory when it opens
+# The columns a PageTable copies into memory when it opens, as NumPy arrays of these types
+# (``published``: days since 1970-01-01); :meth:`PageTable.load` asks for them at once.
+_READ_WHOLE = {"u": np.float32, "entity": np.int32, "published": np.int32}
 AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
 
@@ -214,9 +216,7 @@ class PageTable:
         self.titles = Strings(t.column("title"))
         codes = page_codes(t) if self.codes is None else self.codes
         self.kind_code, self.layer = codes[0], codes[1]  # int8: PAGE_KINDS and LAYERS positions
-        self.u = numpy_of(t.column("u"), np.float32)
-        self.entity = numpy_of(t.column("entity"), np.int32)
-        self.published = numpy_of(t.column("published"), np.int32)  # days since 1970-01-01
+        self.u, self.entity, self.published = (numpy_of(t.column(c), dtype) for c, dtype in _READ_WHOLE.items())
         self.row_of_url = UrlIndex(self.urls, self.url_order)
 
     def __len__(self) -> int:
