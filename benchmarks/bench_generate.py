@@ -169,7 +169,7 @@ def full(args) -> None:
             print(f"    CPU seconds in tasks (one core each): {checked}render {cpu['render']:.1f} s "
                   f"({r['pages'] / max(cpu['render'], 1e-9):,.0f} pages/s, {r['entities'] / max(cpu['render'], 1e-9):,.0f} entities/s), "
                   f"index {cpu['index']:.1f} s ({r['pages'] / max(cpu['index'], 1e-9):,.0f} pages/s)")  # fmt: skip
-            beside = (f"; its page half, {t['join_pages_s']:.1f} s, ran beside the index tasks"
+            beside = (f"; its page half, {t['join_pages_s']:.1f} s, ran beside the last index tasks"
                       if "join_pages_s" in t else "")  # fmt: skip
             print(f"  join (URLs, pages.arrow, index) {t['finish_s']:.1f} s after the shards{beside}")
             p = r["peak"]

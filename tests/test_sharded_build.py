@@ -16,7 +16,7 @@ import pytest
 import fictionworld as fw
 from fictionworld.spec import default_spec
 from fictionworld.web.pages import url_order
-from fictionworld.web.shards import BUILD_DIR, BuildError, build_world, plan_index_groups, plan_shards
+from fictionworld.web.shards import BUILD_DIR, BuildError, build_world, plan_shards
 from fictionworld.web.urls import unique_urls, with_urls
 
 SEED = 4  # a world with URL clashes: the join renames pages and orders the new URLs
@@ -56,12 +56,11 @@ def reference(tmp_path_factory):
     return path, fingerprint(path)
 
 
-@pytest.mark.parametrize(("workers", "shards"), [(1, 2), (2, 2), (2, 4), (2, 7), (3, 2)])
+@pytest.mark.parametrize(("workers", "shards"), [(1, 2), (2, 2), (2, 4), (2, 7)])
 def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_path, workers, shards):
     path = tmp_path / "w"
     summary = build_world(small_spec(), SEED, path, workers=workers, shards=shards)
     assert summary["shards"] == shards
-    assert len(json.loads((path / "index" / "meta.json").read_text())["segments"]) == workers  # a group each
     got, want = fingerprint(path), reference[1]
     assert got["hash"] == want["hash"] == got["manifest"]
     assert got["pages"] == want["pages"]  # byte for byte
@@ -87,7 +86,7 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
     path = tmp_path_factory.mktemp("sharded") / "s"
-    build_world(small_spec(), SEED, path, workers=3, shards=5)  # three index groups, three segments
+    build_world(small_spec(), SEED, path, workers=2, shards=5)
     return path
 
 
@@ -142,7 +141,7 @@ def _every_address(ix):
 
 
 def test_page_ids_of_hits_come_from_the_runs_file_and_agree_with_the_fast_field(sharded, tmp_path):
-    """Every document of the joined index (a segment per index group) maps to its page id by
+    """Every document of the joined index (several segments per shard) maps to its page id by
     the runs file; a missing, corrupt or wrong file falls back to the fast field, never to
     wrong ids."""
     import shutil
@@ -150,7 +149,7 @@ def test_page_ids_of_hits_come_from_the_runs_file_and_agree_with_the_fast_field(
     from fictionworld.web.index import PID_RUNS, TantivyIndex
 
     ix = TantivyIndex.open(sharded / "index")
-    assert ix._runs is not None and ix.searcher.num_segments == 3
+    assert ix._runs is not None and ix.searcher.num_segments >= 5
     addresses = _every_address(ix)
     want = ix.searcher.fast_field_values("pid", addresses)
     assert sorted(want) == list(range(ix.num_docs))
@@ -262,31 +261,32 @@ def test_a_killed_worker_is_replaced_and_the_build_ends_with_the_same_world(cli_
     assert fingerprint(out) == cli_reference
 
 
-_INDEX_GROUP = None  # the real task, kept by the test below (the workers fork with it)
+_INDEX_SHARD = None  # the real task, kept by the test below (the workers fork with it)
 
 
-def _index_once_pages_are_joined(pages_dir: str, counts: list, pages: tuple, index_dir: str, *args):
-    """index_group, except that the last group waits until the driver has joined the pages."""
+def _index_once_pages_are_joined(pages_file: str, offset: int, index_dir: str, *args):
+    """index_shard, except that the last shard waits until the driver has joined the pages."""
     from fictionworld.web.join import PAGES_DONE
 
-    build = Path(pages_dir).parent
-    if pages[1] == sum(counts):
+    build = Path(pages_file).parent.parent
+    last = len(json.loads((build / "plan.json").read_text())["shards"]) - 1
+    if Path(index_dir).name == f"shard-{last:05d}":
         deadline = time.monotonic() + 30
         while not (build / PAGES_DONE).exists():
             if time.monotonic() > deadline:
-                raise RuntimeError("the pages were not joined while the last group waited to be indexed")
+                raise RuntimeError("the pages were not joined while the last shard waited to be indexed")
             time.sleep(0.01)
-    return _INDEX_GROUP(pages_dir, counts, pages, index_dir, *args)
+    return _INDEX_SHARD(pages_file, offset, index_dir, *args)
 
 
-def test_the_driver_joins_the_pages_while_the_last_group_is_indexed(reference, tmp_path, monkeypatch):
+def test_the_driver_joins_the_pages_while_the_last_shard_is_indexed(reference, tmp_path, monkeypatch):
     """With workers beside it, the driver joins the pages as soon as every shard is rendered:
     the last index task here waits for that, so a join left until after it would fail."""
-    global _INDEX_GROUP
+    global _INDEX_SHARD
     from fictionworld.web import shards
 
-    _INDEX_GROUP = shards.index_group
-    monkeypatch.setattr(shards, "index_group", _index_once_pages_are_joined)
+    _INDEX_SHARD = shards.index_shard
+    monkeypatch.setattr(shards, "index_shard", _index_once_pages_are_joined)
     path = tmp_path / "w"
     summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
     assert summary["shards"] == 3
@@ -398,43 +398,6 @@ def test_url_clashes_follow_the_rule_on_generated_cases():
         assert len(set(final)) == n
         parts = [pa.table({"url": chunked.slice(0, cut)}), pa.table({"url": chunked.slice(cut)})]
         assert [u for t, at in zip(parts, (0, cut)) for u in with_urls(t, got, at).column("url").to_pylist()] == final
-
-
-def test_index_groups_cut_the_pages_evenly():
-    assert plan_index_groups(10, 3) == [(0, 3), (3, 7), (7, 10)]
-    assert plan_index_groups(2, 8) == [(0, 1), (1, 2)]
-    assert plan_index_groups(0, 2) == [(0, 0)]
-    for pages in range(1, 60):
-        for groups in range(1, 12):
-            p = plan_index_groups(pages, groups)
-            assert p[0][0] == 0 and p[-1][1] == pages and len(p) == min(pages, groups)
-            assert all(p[i][1] == p[i + 1][0] for i in range(len(p) - 1))
-            assert max(b - a for a, b in p) - min(b - a for a, b in p) <= 1
-
-
-def test_an_index_group_reads_its_pages_across_shards_and_batches(tmp_path):
-    """A group's run of page ids starts and ends anywhere: inside a record batch, on a batch or
-    shard boundary, past empty shards; it reads exactly those pages, in order."""
-    from fictionworld.web.shards import _shard_pages
-
-    rng = np.random.default_rng(0)
-    schema = pa.schema([("title", pa.string()), ("text", pa.string())])
-    counts: list[int] = []
-    page = 0
-    for shard in range(6):
-        sizes = rng.integers(0, 7, size=int(rng.integers(0, 4))).tolist()  # batches, some empty
-        with pa.OSFile(str(tmp_path / f"shard-{shard:05d}.arrow"), "wb") as sink, pa.ipc.new_file(sink, schema) as w:
-            for n in sizes:
-                ids = range(page, page + n)
-                w.write_batch(pa.record_batch([[f"p{i}" for i in ids], [f"text {i}" for i in ids]], schema=schema))
-                page += n
-        counts.append(sum(sizes))
-    total = sum(counts)
-    assert total > 10 and 0 in counts
-    for a in range(total + 1):
-        for b in range(a, total + 1):
-            got = list(_shard_pages(tmp_path, counts, a, b))
-            assert got == [(f"p{i}", f"text {i}") for i in range(a, b)]
 
 
 def test_plan_shards_cuts_whole_blocks_evenly():

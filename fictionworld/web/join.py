@@ -2,7 +2,7 @@
 
 URL clashes are settled over every page (:func:`~fictionworld.web.urls.unique_urls`), the shards'
 pages are streamed into ``pages.arrow`` one shard at a time (:func:`join_pages`: it needs every
-shard rendered, none indexed, so a build runs it beside the index tasks), the index groups'
+shard rendered, none indexed, so a build runs it beside the last index tasks), the shards'
 tantivy segments become one index, and everything moves into the world directory with the
 manifest last.
 """
@@ -40,7 +40,7 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     """The page half of the join, which needs every shard rendered but no index: settle URL
     clashes, stream the shards into ``<build>/pages.arrow`` with its URL order, and finish
     the lexicon with the web's speller. Sealed by ``<build>/pages.json`` (written last;
-    run again, it returns that): a sharded build runs it beside the index tasks."""
+    run again, it returns that): a sharded build runs it beside the last index tasks."""
     done_file = build / PAGES_DONE
     if done_file.exists():
         return json.loads(done_file.read_text())
@@ -75,16 +75,16 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     return summary
 
 
-def join_shards(n_shards: int, n_indexes: int, build: Path, graph: Path, out: Path, say: Progress) -> dict:
-    """Join the pages (:func:`join_pages`, unless done already) and the segments of the
-    ``n_indexes`` index groups, and move everything into ``out`` (the manifest last)."""
+def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progress) -> dict:
+    """Join the pages (:func:`join_pages`, unless done already) and the index segments, and
+    move everything into ``out`` (the manifest last)."""
     say("joining shards", 0, 3)
     pages = join_pages(n_shards, build, graph)
     offset = pages["pages"]
     manifest = json.loads((graph / "manifest.json").read_text())
     say("joining shards", 1, 3)
     index = build / "index.joined"
-    _join_indexes([build / "index" / f"group-{g:05d}" for g in range(n_indexes)], index)
+    _join_indexes([build / "index" / f"shard-{s:05d}" for s in range(n_shards)], index)
     say("joining shards", 2, 3)
     from fictionworld.web.index import TantivyIndex
 

@@ -1,15 +1,14 @@
 """Sharded, resumable world builds: graph, checks, pages and index over local processes or Ray.
 
 The web is rendered in blocks of ``spec.web.block`` entities (:class:`~fictionworld.web.render.Renderer`);
-a shard is a run of whole blocks, rendered to an Arrow file. Once every shard is rendered the
-pages are indexed in as many even runs of page ids as there are workers (:func:`plan_index_groups`),
-each by one tantivy writer with a large heap, so into one segment or a few: a search pays per
-segment, and a segment per shard made search at 10M entities a third slower. The driver joins
-them (:mod:`~fictionworld.web.join`): settles URL clashes and streams the shards into
-``pages.arrow`` (beside the index tasks, when workers run beside it), then joins the segments
-into one index. BM25 statistics are read across all segments at search time, so the joined
-index ranks exactly as one built in one go; the pages, their order and the ``world_hash`` do
-not depend on the number of shards, workers or machines.
+a shard is a run of whole blocks. Each shard renders its pages to an Arrow file, then indexes
+them into its own tantivy segments with the page ids they will have in the whole web; the
+driver joins them (:mod:`~fictionworld.web.join`): settles URL clashes and streams the shards
+into ``pages.arrow`` once all are rendered (beside the last index tasks, when workers run
+beside it), then joins the segments into one index. BM25 statistics are read
+across all segments at search time, so the joined index ranks exactly as one built in one go;
+the pages, their order and the ``world_hash`` do not depend on the number of shards, workers
+or machines.
 
 Work lives in ``<out>/.building/`` until the end; a build that is killed (a worker, or the
 whole command) continues from the shards already finished when it is run again.
@@ -36,16 +35,11 @@ from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import RENDERER, Renderer, plain_text
 from fictionworld.web.store import RenderStore, write_store
 
-__all__ = ["build_world", "BuildError", "plan_shards", "plan_index_groups", "BUILD_DIR"]
+__all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
 
 BUILD_DIR = ".building"
 CHECK_LIMIT = 20  # violations the build lists per kind
-PLAN_FORMAT = "fictionworld-build/2"  # /2: the pages are indexed in groups of page ids, not per shard
-# Indexing heap of one index task (tantivy writes a segment each time it fills). It grows only
-# as documents arrive: a 1M-entity world's group of 1.28M pages fits in one segment, a 10M
-# world's group of 12.8M pages makes 3 or 4 (where 256 MB per shard made 37 segments in all).
-INDEX_HEAP_MAX = 1_500_000_000
-INDEX_HEAP_MIN = 64_000_000
+PLAN_FORMAT = "fictionworld-build/1"
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -58,23 +52,6 @@ def plan_shards(blocks: int, shards: int) -> list[tuple[int, int]]:
     shards = max(1, min(shards, blocks))
     cuts = [round(i * blocks / shards) for i in range(shards + 1)]
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-
-
-def plan_index_groups(pages: int, groups: int) -> list[tuple[int, int]]:
-    """``groups`` runs [a, b) of the ``pages`` page ids, as even as possible (fewer when there
-    are fewer pages; one empty run for a web of none)."""
-    groups = max(1, min(groups, pages))
-    cuts = [round(i * pages / groups) for i in range(groups + 1)]
-    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, 0)]
-
-
-def index_heap(tasks: int) -> int:
-    """The heap each of ``tasks`` index tasks running at once may take: ``INDEX_HEAP_MAX``,
-    or less where the memory available now would not hold a quarter more than all of them."""
-    import psutil
-
-    room = psutil.virtual_memory().available // (4 * max(1, tasks))
-    return int(max(INDEX_HEAP_MIN, min(INDEX_HEAP_MAX, room)))
 
 
 # -- tasks: the same functions run in a local process or as Ray tasks -------------------------
@@ -196,11 +173,8 @@ def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str
     return n, _node(), time.process_time() - t
 
 
-def index_group(
-    pages_dir: str, counts: list[int], pages: tuple[int, int], index_dir: str, heap: int
-) -> tuple[int, str, float]:
-    """Index pages [a, b) of the web (shard ``s`` holds ``counts[s]`` of them, in order) as page
-    ids a… into ``index_dir``, with one writer: its own segment, or a few when ``heap`` fills."""
+def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_000_000) -> tuple[int, str, float]:
+    """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments)."""
     from fictionworld.web.index import TantivyIndex
 
     t = time.process_time()
@@ -208,34 +182,18 @@ def index_group(
     # worker renders again next, and its store is memory-mapped)
     final = Path(index_dir)
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
-    docs = ((title, plain_text(text)) for title, text in _shard_pages(Path(pages_dir), counts, *pages))
-    n = TantivyIndex.build(docs, tmp, heap=heap, first_id=pages[0]).num_docs
-    if n != pages[1] - pages[0]:
-        raise BuildError(f"{pages_dir}: the shards hold {n} of pages {pages[0]}…{pages[1] - 1}")
+    with pa.memory_map(pages_file, "r") as source:
+        reader = ipc.open_file(source)
+        batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        docs = (
+            (title, plain_text(text))
+            for batch in batches
+            for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist())
+        )
+        n = TantivyIndex.build(docs, tmp, heap=heap, first_id=offset).num_docs
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     return n, _node(), time.process_time() - t
-
-
-def _shard_pages(pages_dir: Path, counts: list[int], a: int, b: int):
-    """(title, text) of pages [a, b), read from the shard files a record batch at a time (read,
-    not memory-mapped: a group spans several shard files, and mapped pages count in the RSS)."""
-    first = 0
-    for s, n in enumerate(counts):
-        if first < b and a < first + n:
-            with pa.OSFile(str(pages_dir / f"shard-{s:05d}.arrow")) as source:
-                reader = ipc.open_file(source)
-                lo = first
-                for i in range(reader.num_record_batches):
-                    if lo >= b:
-                        break
-                    batch = reader.get_batch(i)
-                    hi = lo + batch.num_rows
-                    if hi > a:
-                        part = batch.slice(max(a - lo, 0), min(b, hi) - max(a, lo))
-                        yield from zip(part.column("title").to_pylist(), part.column("text").to_pylist())
-                    lo = hi
-        first += n
 
 
 def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
@@ -317,13 +275,13 @@ def build_world(
     world = None
     if plan is None:
         blocks = RenderStore.open(store).blocks
-        plan = {**want, "blocks": blocks, "shards": plan_shards(blocks, shards or 4 * workers), "index_groups": workers}
+        plan = {**want, "blocks": blocks, "shards": plan_shards(blocks, shards or 4 * workers)}
         _write_json(plan_file, plan)
     times["graph_s"] = time.perf_counter() - t
 
     result = _run(runner, plan, build, graph, validate, say, times)
     t = time.perf_counter()
-    summary = join_shards(len(plan["shards"]), result["index_groups"], build, graph, out, say)
+    summary = join_shards(len(plan["shards"]), build, graph, out, say)
     times["finish_s"] = time.perf_counter() - t
     for cache in (_WORLDS, _RENDERERS):
         cache.clear()
@@ -332,18 +290,18 @@ def build_world(
 
 
 def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Progress, times: dict) -> dict:
-    """Render every unfinished shard, index the pages in ``plan["index_groups"]`` groups once
-    every shard is rendered, and write the lexicon and check the graph alongside; starts the
-    pool again if a local worker dies. With workers running beside the driver, the driver joins
-    the pages (:func:`~fictionworld.web.join.join_pages`) as soon as every shard is rendered and
-    the lexicon written, while the pages are indexed."""
+    """Render every unfinished shard, index each as soon as the page ids before it are known,
+    and write the lexicon and check the graph alongside; starts the pool again if a local
+    worker dies. With workers running beside the driver, the driver joins the pages
+    (:func:`~fictionworld.web.join.join_pages`) as soon as every shard is rendered and the
+    lexicon written, while the last shards are indexed."""
     shards = [tuple(s) for s in plan["shards"]]
     pages_dir, index_dir = build / "pages", build / "index"
     pages_dir.mkdir(exist_ok=True)
     index_dir.mkdir(exist_ok=True)
     counts_file = build / "counts.json"
     counts: dict[int, int] = {int(k): v for k, v in json.loads(counts_file.read_text()).items()} if counts_file.exists() else {}  # fmt: skip
-    indexed = {int(p.stem.split("-")[1]) for p in index_dir.glob("group-*.done")}
+    indexed = {int(p.stem.split("-")[1]) for p in index_dir.glob("shard-*.done")}
     checks_file = build / "checks.json"
     violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
     checks = None
@@ -351,22 +309,19 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     nodes: set[str] = set()
     page_join = _PageJoin(runner.concurrent, len(shards), build, graph, times)
     lexicon_done = page_join.lexicon_done
-    groups: list[tuple[int, int]] = []
 
     def queue_indexes(pending: dict, queued: set[int]) -> None:
-        """Once every shard is rendered (the page count known), index each group not done."""
-        if len(counts) < len(shards):
-            return
-        per_shard = [counts[s] for s in range(len(shards))]
-        groups[:] = plan_index_groups(sum(per_shard), int(plan["index_groups"]))
-        todo = [g for g in range(len(groups)) if g not in indexed and g not in queued]
-        heap = index_heap(len(todo))
-        for g in todo:
-            f = runner.submit(
-                index_group, str(pages_dir), per_shard, groups[g], str(index_dir / f"group-{g:05d}"), heap
-            )
-            pending[f] = ("index", g)
-            queued.add(g)
+        """Index every rendered shard whose page ids are known (all shards before it rendered)."""
+        offset = 0
+        for s in range(len(shards)):
+            if s not in counts:
+                return
+            if s not in indexed and s not in queued:
+                f = runner.submit(index_shard, str(pages_dir / f"shard-{s:05d}.arrow"), offset,
+                                  str(index_dir / f"shard-{s:05d}"))  # fmt: skip
+                pending[f] = ("index", s)
+                queued.add(s)
+            offset += counts[s]
 
     t0 = time.perf_counter()
     try:
@@ -397,7 +352,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
 
                 queue_indexes(pending, queued)
                 page_join.start_when_ready(len(counts) == len(shards))
-                total = len(shards) + int(plan["index_groups"]) + (1 if validate else 0)
+                total = 2 * len(shards) + (1 if validate else 0)
                 while pending:
                     for f in runner.wait(pending):
                         kind, s = pending.pop(f)
@@ -416,7 +371,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                             queue_indexes(pending, queued)
                         elif kind == "index":
                             indexed.add(s)
-                            (index_dir / f"group-{s:05d}.done").write_text(str(value))
+                            (index_dir / f"shard-{s:05d}.done").write_text(str(value))
                         elif kind == "check":
                             for key, job in checks.done(s, value):
                                 pending[runner.submit(*job)] = ("check", key)
@@ -424,7 +379,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                                 violations = [v.model_dump(mode="json") for v in checks.violations]
                                 _write_json(checks_file, violations)
                         done = len(counts) + len(indexed) + (1 if violations is not None else 0)
-                        say("rendering and indexing", done, max(total, done))
+                        say("rendering and indexing", done, total)
                         page_join.start_when_ready(len(counts) == len(shards))
                 page_join.wait()
                 break
@@ -439,8 +394,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     times["shards_s"] = time.perf_counter() - t0
     if not lexicon_done():
         raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
-    return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed,
-            "index_groups": len(groups)}  # fmt: skip
+    return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
 
 
 class _PageJoin:
