@@ -297,3 +297,19 @@ def test_web_works_with_another_backend(films_world, tmp_path):
     assert [r.url for r in direct.search("Glasworks film", 5)] == [r.url for r in web.search("Glasworks film", 5)]
     with pytest.raises(WebError, match="cannot be saved"):
         web.save(tmp_path)
+
+
+def test_a_directory_result_counts_its_entries_and_shows_the_first_three(world):
+    """Counting lines and parsing three links says what parsing every link does, on every
+    directory of the shared world (and on the lines its pages are split by)."""
+    from fictionworld.web.model import _LINK, MASK, directory_snippet
+
+    pages = world.web.pages
+    lists = np.flatnonzero(pages.kind_code == 1)
+    assert len(lists) > 20
+    for row in lists.tolist():
+        text = pages.text(row)
+        names = _LINK.findall(text)
+        assert len(names) == len(text.splitlines())
+        want = f"A directory of {len(names)} entries, including {', '.join(n for n, _ in names[:3])}"
+        assert directory_snippet(text) == want + (f" {MASK}" if len(names) > 3 else ".")
