@@ -20,7 +20,15 @@ from fictionworld.web.render import plain_text
 if TYPE_CHECKING:
     from fictionworld.web.web import Web
 
-__all__ = ["Hit", "WorldModel", "TemplateWorldModel", "make_snippet", "query_stems", "SNIPPET_CHARS"]
+__all__ = [
+    "Hit",
+    "WorldModel",
+    "TemplateWorldModel",
+    "make_snippet",
+    "directory_snippet",
+    "query_stems",
+    "SNIPPET_CHARS",
+]
 
 SNIPPET_CHARS = 240
 MAX_SENTENCES = 40  # snippets come from the first sentences of long pages
