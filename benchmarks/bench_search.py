@@ -282,9 +282,10 @@ def engine(world: str) -> None:
 
 def cold(world: str, repeat: int, queries: int = 600) -> None:
     """A fresh process's first answer (imports, ``World.load``, one search) and its next
-    ``queries`` searches (names, names and a word) with ``pages.arrow`` evicted from the page cache first (the index and lexicon as earlier runs left them): the
-    pages file mapped for random access (``PAGES_ACCESS``, the default) against the kernel's
-    default read-ahead, alternated, the same queries each time. Linux only."""
+    ``queries`` searches (names, names and a word), with ``pages.arrow`` evicted from the page
+    cache first (the index and lexicon as earlier runs left them): the pages file mapped for
+    random access (``PAGES_ACCESS``, the default) against the kernel's default read-ahead,
+    alternated, the same queries each time. Linux only."""
     print(f"== cold pages: {world} (fresh process each; one core; {queries} searches; pages.arrow evicted first) ==")
     _child(COLD_CHILD, world, "random", "50")  # warms the index and lexicon for every run after
     runs: dict[str, list[dict]] = {"random": [], "normal": []}
