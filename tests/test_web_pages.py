@@ -9,6 +9,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from web_helpers import states
 
 import fictionworld as fw
@@ -139,3 +141,15 @@ def test_sorted_sets_are_sorted_set_of_each_list(lists):
     got = sorted_sets(lists, pa.list_(pa.int64()))
     assert got.to_pylist() == [sorted(set(x)) for x in lists]
     assert got.type == pa.list_(pa.int64())
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("[]()*#ab \n\\Ō–")), max_size=40))
+def test_plain_text_is_the_link_substitution_it_replaced(markdown):
+    """plain_text joins the split on links; the rule it stands for is the substitution of each
+    link by its text, then emphasis and headings dropped."""
+    from fictionworld.web.render import plain_text
+
+    link = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+    want = link.sub(lambda m: m.group(1), markdown).replace("**", "").replace("#", "")
+    assert plain_text(markdown) == want

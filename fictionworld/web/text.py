@@ -23,17 +23,15 @@ def date_of(days: int):
     return from_days(days)
 
 
-def _link_text(m: re.Match) -> str:
-    return m.group(1)
-
-
 def plain_text(markdown: str) -> str:
     """Markdown without link targets and emphasis: what the index reads."""
     if "[" in markdown:
-        # A function, not the template r"\1", which Python 3.11 expands again per match: the
-        # index reads every page through here, and this halves the call (1.32 s to 0.65 s
-        # over a 100k world's 257,073 pages).
-        markdown = _LINK.sub(_link_text, markdown)
+        # Each link replaced by its text is the split on the links (which keeps the captured
+        # text between the pieces) joined again: no Python call per link. The index reads
+        # every page through here: 1.15 s down to 1.01 s for a 320,000-page shard of a 1M
+        # world, where ``sub`` with a function took 0.65 s for a 100k world and the template
+        # r"\1", expanded again per match by Python 3.11, 1.32 s.
+        markdown = "".join(_LINK.split(markdown))
     return markdown.replace("**", "").replace("#", "")
 
 
