@@ -75,15 +75,35 @@ _SECTION_ORDER = (
 )
 
 
-# Per predicate code: (name, is relation, temporal, undated / ended / plain sentence pools).
+def _positional(template: str, fields: tuple[str, ...]) -> Callable[..., str]:
+    """``template.format`` with its named fields turned into positions in ``fields``: the same
+    text from ``f(*values)`` without a dictionary of keyword arguments per call."""
+    import string
+
+    out = []
+    for literal, name, spec, conversion in string.Formatter().parse(template):
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
+        if name is not None:
+            out.append(f"{{{fields.index(name)}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}")
+    return "".join(out).format
+
+
+def _relation_pool(pool: tuple[str, ...]) -> tuple[tuple[Callable[..., str], bool], ...]:
+    """A relation's sentence templates as (format of s, o, start, end; whether it states a date)."""
+    return tuple((_positional(t, ("s", "o", "start", "end")), "{start}" in t or "{end}" in t) for t in pool)
+
+
+# Per predicate code: (name, is relation, temporal, undated / ended / plain sentence pools, and
+# each attribute template as (format of s, v, a; whether it says "a"/"an")).
 _PRED_TABLE = [
     (
         p,
         p in RELATIONS,
         p in RELATIONS and RELATIONS[p].temporal,
-        RELATION_SENTENCES_UNDATED.get(p, ()),
-        RELATION_SENTENCES_ENDED.get(p, ()),
-        RELATION_SENTENCES.get(p, ()),
+        _relation_pool(RELATION_SENTENCES_UNDATED.get(p, ())),
+        _relation_pool(RELATION_SENTENCES_ENDED.get(p, ())),
+        _relation_pool(RELATION_SENTENCES.get(p, ())),
+        tuple((_positional(t, ("s", "v", "a")), "{a}" in t) for t in ATTRIBUTE_SENTENCES.get(p, ())),
     )
     for p in PREDICATES
 ]
@@ -106,7 +126,6 @@ _FORMAT = {
     for p in PREDICATES
     if p not in RELATIONS
 }  # fmt: skip
-_USES_A = frozenset(t for pool in ATTRIBUTE_SENTENCES.values() for t in pool if "{a}" in t)
 
 
 class Renderer(PerturbationPages):
@@ -232,7 +251,7 @@ class Renderer(PerturbationPages):
     def sentence(self, r: int, *, salt: int = 0, subject_plain: bool = True, value=None) -> str:
         """One fact (its position in the block) as a sentence. ``value`` overrides the stated
         value (conflicting pages)."""
-        p, is_rel, temporal, undated, ended, plain = _PRED_TABLE[self.pred[r]]
+        p, is_rel, temporal, undated, ended, plain, attribute = _PRED_TABLE[self.pred[r]]
         h = self.h[r] + salt
         if is_rel:
             if subject_plain:
@@ -246,20 +265,21 @@ class Renderer(PerturbationPages):
                 pool = ended
             else:
                 pool = plain
-            t = pool[h % len(pool)]
+            say, dated = pool[h % len(pool)]
+            if not dated:
+                return say(s, o_text)
             dv = (h >> 5) % 4
-            return t.format(
-                s=s,
-                o=o_text,
-                start=format_date(date_of(st), dv) if st != NA_DATE else "",
-                end=format_date(date_of(en), dv) if en != NA_DATE else "",
+            return say(
+                s,
+                o_text,
+                format_date(date_of(st), dv) if st != NA_DATE else "",
+                format_date(date_of(en), dv) if en != NA_DATE else "",
             )
         s = self.names[self.subj[r]] if subject_plain else self.links[self.subj[r]]
         v = self.value[r] if value is None else value
-        pool = ATTRIBUTE_SENTENCES[p]
         vt = self.fmt(p, v, h >> 5)
-        t = pool[h % len(pool)]
-        out = t.format(s=s, v=vt, a=a_or_an(vt)) if t in _USES_A else t.format(s=s, v=vt)
+        say, uses_a = attribute[h % len(attribute)]
+        out = say(s, vt, a_or_an(vt)) if uses_a else say(s, vt)
         return out[0].upper() + out[1:]
 
     # -- urls ----------------------------------------------------------------------------
