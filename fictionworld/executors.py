@@ -23,11 +23,13 @@ def die_with_parent() -> None:
 
 
 def node_name() -> str:
-    """Where a task ran: the Ray node id inside a Ray worker, else ``local``."""
-    try:
-        import ray
+    """Where a task ran: the Ray node id inside a Ray worker, else ``local``. (A process that
+    has not imported Ray is no Ray worker: a local worker does not pay for importing it.)"""
+    import sys
 
-        if ray.is_initialized():
+    ray = sys.modules.get("ray")
+    try:
+        if ray is not None and ray.is_initialized():
             return ray.get_runtime_context().get_node_id()
     except Exception:  # noqa: BLE001  (no Ray, or not in a Ray worker)
         pass
