@@ -3,6 +3,7 @@ interface (``alone``, ``start`` with side tasks, ``submit``, ``wait``, ``result`
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 __all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "die_with_parent", "fetch", "node_name"]
@@ -25,8 +26,6 @@ def die_with_parent() -> None:
 def node_name() -> str:
     """Where a task ran: the Ray node id inside a Ray worker, else ``local``. (A process that
     has not imported Ray is no Ray worker: a local worker does not pay for importing it.)"""
-    import sys
-
     ray = sys.modules.get("ray")
     try:
         if ray is not None and ray.is_initialized():

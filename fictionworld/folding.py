@@ -24,7 +24,6 @@ __all__ = ["fold", "fold_phrase", "fold_key", "ascii_key", "LETTERS", "MARKS"]
 
 LETTERS = {"ł": "l", "ø": "o", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i"}  # letters NFKD keeps
 MARKS = {"’": "'", "–": "-", "—": "-"}
-_TABLE = str.maketrans(LETTERS | MARKS)
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
 
@@ -43,7 +42,7 @@ class _Marks(dict):
         return out
 
 
-_FOLD = _Marks(_TABLE)
+_FOLD = _Marks(str.maketrans(LETTERS | MARKS))
 
 
 def fold(text: str) -> str:

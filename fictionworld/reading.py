@@ -57,14 +57,6 @@ class LazyFactTable(LazyColumns, FactTable):
     """A :class:`FactTable` whose columns are read from ``facts.parquet`` on first use (its
     source names come out sorted: canonical as loaded)."""
 
-    @cached_property
-    def sources(self) -> tuple[str, ...]:
-        # The dataclass default ``()`` is a class attribute, which ``__getattr__`` never
-        # sees: read first, ``sources`` was empty, and saving the world failed.
-        if "sources" not in (self.__dict__.get("_loaders") or {}):
-            return ()
-        return self.__getattr__("sources")
-
 
 class _malformed:
     """Turns what malformed content raises while decoding into one WorldFormatError line."""

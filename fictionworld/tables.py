@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from functools import cached_property
 from typing import Literal
 
@@ -138,10 +138,31 @@ class EntityIds:
         return object_array([f"{TYPE_NAMES[c]}:{n}" for c, n in zip(codes, local)])
 
 
+class _DefaultedField:
+    """A field with a dataclass default, on a lazy table. The default is a class attribute, which
+    attribute lookup finds before ``__getattr__`` is asked: without this, such a field read
+    first was its default, not the file's (``FactTable.sources`` was ``()``, and saving the
+    world failed). A non-data descriptor: once read, the instance's value wins."""
+
+    def __init__(self, name: str, default):
+        self.name, self.default = name, default
+
+    def __get__(self, obj, owner=None):
+        if obj is None or self.name not in (obj.__dict__.get("_loaders") or {}):
+            return self.default
+        return obj.__getattr__(self.name)
+
+
 class LazyColumns:
     """Fields of a columnar table read on first use (a world opened without reading it all).
     ``_loaders[name](table)`` returns that field, and any it computes along the way, as a dict;
     ``_rows`` is the row count. Pickling and copying give the plain table, read whole."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for f in fields(cls) if hasattr(cls, "__dataclass_fields__") else ():
+            if f.default is not MISSING:
+                setattr(cls, f.name, _DefaultedField(f.name, f.default))
 
     def __getattr__(self, name: str):
         loaders = self.__dict__.get("_loaders")

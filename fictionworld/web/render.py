@@ -9,6 +9,7 @@ the knob rates; none of them is ever authoritative.
 
 from __future__ import annotations
 
+import string
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -78,8 +79,6 @@ _SECTION_ORDER = (
 def _positional(template: str, fields: tuple[str, ...]) -> Callable[..., str]:
     """``template.format`` with its named fields turned into positions in ``fields``: the same
     text from ``f(*values)`` without a dictionary of keyword arguments per call."""
-    import string
-
     out = []
     for literal, name, spec, conversion in string.Formatter().parse(template):
         out.append(literal.replace("{", "{{").replace("}", "}}"))
