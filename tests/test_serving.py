@@ -226,6 +226,24 @@ def test_search_without_the_lexicon_and_with_it_agree(saved_world, world, tmp_pa
     assert old.open(url) == new.open(url)
 
 
+def test_the_lexicon_gives_each_entity_its_name_and_aliases(saved_world, world):
+    from fictionworld.web.lexicon import Lexicon, entity_forms
+
+    e = world.entities
+    want = [(e.name[r], *e.aliases[r]) for r in range(len(e))]
+    assert any(len(w) > 1 for w in want) and any(len(w) == 1 for w in want)
+    served = load_world(saved_world, verify=False).web.lexicon
+    assert [served.subject_forms(r) for r in range(len(e))] == want
+    # a forms table in pieces and sliced (offsets not starting at 0) reads the same
+    forms = entity_forms(e)
+    cut = len(e) // 3
+    pieces = pa.Table.from_batches([*forms.slice(0, cut).to_batches(), *forms.slice(cut).to_batches()])
+    lex = Lexicon(served.linker, served.speller, pieces)
+    assert [lex.subject_forms(r) for r in range(len(e))] == want
+    tail = Lexicon(served.linker, served.speller, forms.slice(cut))
+    assert [tail.subject_forms(r) for r in range(len(e) - cut)] == want[cut:]
+
+
 def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path):
     d = _copy(saved_world, tmp_path)
     codes = np.load(d / "pages.codes.npy")

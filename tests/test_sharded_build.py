@@ -496,3 +496,14 @@ def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path,
     assert sum(sizes) == total and all(n == 7 for n in sizes[:-1]) and (not sizes or 0 < sizes[-1] <= 7)
     want = [renamed.get(i, f"https://x.test/{i}") for i in range(total)]
     assert read_arrow(tmp_path / "pages.arrow").column("url").to_pylist() == want
+
+
+def test_an_index_task_gets_a_heap_for_all_of_its_pages_within_bounds():
+    from fictionworld.web.shards import INDEX_HEAP_MAX, INDEX_HEAP_MIN, INDEX_HEAP_PER_PAGE, index_heap
+
+    plenty = 64 * 2**30
+    assert index_heap(0, plenty) == index_heap(10_000, plenty) == INDEX_HEAP_MIN  # a 1M world's shard
+    assert index_heap(3_200_000, plenty) == 3_200_000 * INDEX_HEAP_PER_PAGE  # a 10M world's shard: one segment
+    assert index_heap(50_000_000, plenty) == INDEX_HEAP_MAX  # tantivy's bound per indexing thread
+    assert index_heap(3_200_000, 4 * 2**30) == int(0.2 * 4 * 2**30)  # a share of the memory free
+    assert index_heap(3_200_000, 2**20) == INDEX_HEAP_MIN  # never below the floor

@@ -173,8 +173,28 @@ def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str
     return n, _node(), time.process_time() - t
 
 
-def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_000_000) -> tuple[int, str, float]:
-    """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments)."""
+# The index writer's memory: tantivy writes a segment each time its heap fills, and a term
+# lookup costs about a microsecond in every segment, several times per query clause (README,
+# "Where search stands"). A shard's heap is sized to hold all of its pages (about 370 bytes
+# each: 256 MB filled at 0.7M pages of the 10M world), so that each shard is one segment where
+# memory allows, and never less than INDEX_HEAP_MIN (one segment per shard at 1M either way).
+INDEX_HEAP_MIN = 256_000_000
+INDEX_HEAP_PER_PAGE = 480  # bytes, with room: a segment cut short leaves a small one behind
+INDEX_HEAP_MAX = 3_000_000_000  # tantivy takes under 4 GB per indexing thread
+INDEX_HEAP_MEMORY_SHARE = 0.2  # of the memory available when the task starts
+
+
+def index_heap(pages: int, available: int) -> int:
+    """Bytes of index-writer heap for a shard of ``pages`` pages, ``available`` bytes free."""
+    want = max(INDEX_HEAP_MIN, pages * INDEX_HEAP_PER_PAGE)
+    return int(max(INDEX_HEAP_MIN, min(want, INDEX_HEAP_MAX, INDEX_HEAP_MEMORY_SHARE * available)))
+
+
+def index_shard(pages_file: str, offset: int, index_dir: str, heap: int | None = None) -> tuple[int, str, float]:
+    """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments);
+    ``heap``: the writer's bytes (default :func:`index_heap`)."""
+    import psutil
+
     from fictionworld.web.index import TantivyIndex
 
     t = time.process_time()
@@ -184,6 +204,9 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int = 256_00
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
     with pa.memory_map(pages_file, "r") as source:
         reader = ipc.open_file(source)
+        if heap is None:
+            pages = sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
+            heap = index_heap(pages, psutil.virtual_memory().available)
         batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
         docs = (
             (title, plain_text(text))
