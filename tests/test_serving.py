@@ -313,6 +313,30 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
             assert s.bisect_right(x, lo, hi) == bisect.bisect_right(vocab, x, lo, hi), (x, lo, hi)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_strings_read_every_index_as_a_list_does(seed):
+    """``strings[i]`` of a chunked column (empty chunks first, between and last, sliced chunks,
+    large_string) against the same list indexed by ``i``: every row, every negative index, and
+    IndexError just past either end."""
+    from fictionworld.web.arrow import Strings
+
+    rng = np.random.default_rng(seed)
+    values = ["".join(rng.choice(["a", "é", "𝔄", " ", "z"], int(rng.integers(0, 6)))) for _ in range(int(rng.integers(0, 60)))]
+    cuts = sorted(int(x) for x in rng.integers(0, len(values) + 1, int(rng.integers(0, 5))))
+    parts = [values[a:b] for a, b in zip([0, *cuts], [*cuts, len(values)])]
+    type_ = pa.large_string() if seed % 2 else pa.string()
+    chunks = [pa.array(["pad", *p, "pad"], type_).slice(1, len(p)) for p in [[], *parts, []]]
+    for column in (pa.chunked_array(chunks, type_), pa.array(values, type_)):
+        s = Strings(column)
+        assert len(s) == len(values)
+        assert [s[i] for i in range(len(values))] == values
+        assert [s[-i] for i in range(1, len(values) + 1)] == [values[-i] for i in range(1, len(values) + 1)]
+        assert [s[np.int64(i)] for i in range(len(values))] == values
+        for bad in (len(values), -len(values) - 1):
+            with pytest.raises(IndexError):
+                s[bad]
+
+
 def test_numpy_of_reads_fixed_width_columns_as_to_numpy_does():
     """Chunked, sliced, empty and chunkless columns of the page table's fixed-width types, read
     off their buffers, against pyarrow's own ``to_numpy``; nulls and other widths refused."""
@@ -353,3 +377,34 @@ def test_the_linkers_membership_test_is_isin():
             values = rng.integers(0, 50, size).astype(np.int32)
             ids = rng.integers(0, 60, count).tolist()
             assert np.array_equal(_among(values, ids), np.isin(values, ids)), (size, count)
+
+
+def test_a_serving_process_searches_without_importing_pandas(saved_world):
+    """pyarrow imports pandas the first time ``pa.array`` or a boolean ``to_numpy`` runs
+    (0.17-0.3 s): a server's first misspelt query paid it in the speller. A fresh process opens
+    the world as a server does and searches names, misspelt names (the speller runs: counted)
+    and directory titles; pandas stays out of ``sys.modules``."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+import fictionworld as fw
+from fictionworld.web.linker import Speller
+calls = []
+correct = Speller.correct
+Speller.correct = lambda self, w: calls.append(w) or correct(self, w)
+world = fw.World.load({str(saved_world)!r}, verify="files")
+names = world.web.lexicon.names
+for i in range(0, len(names), max(1, len(names) // 40)):
+    name = names[i]
+    long = max(name.split(), key=len)
+    swapped = long[:1] + long[2] + long[1] + long[3:] if len(long) > 4 else long + "q"
+    for q in (name, name.replace(long, swapped), name + " founded", world.web.pages.titles[i]):
+        world.search(q, k=10)
+print(len(calls), "pandas" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    corrected, pandas = out.stdout.split()
+    assert int(corrected) > 10, out.stdout  # the speller ran
+    assert pandas == "False", "a search imported pandas"

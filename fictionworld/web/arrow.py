@@ -14,7 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-__all__ = ["Strings", "MappedArrow", "batch_blocks", "choose_access", "numpy_of", "read_arrow", "write_arrow"]
+__all__ = [
+    "Strings", "MappedArrow", "batch_blocks", "choose_access", "int64_array", "numpy_of", "read_arrow", "write_arrow",
+]  # fmt: skip
 
 
 def read_arrow(path: str | Path) -> pa.Table:
@@ -177,6 +179,14 @@ def numpy_of(column: pa.Array | pa.ChunkedArray, dtype) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype)
 
 
+def int64_array(values) -> pa.Array:
+    """``pa.array(values, pa.int64())`` for integers (a list or an array), made on their buffer.
+    ``pa.array`` asks whether its input is a pandas object, which imports pandas the first time
+    (0.17-0.3 s): a server's first misspelt query paid it. Search takes its indices here."""
+    a = np.ascontiguousarray(values, np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(a), [None, pa.py_buffer(a)])
+
+
 class Strings(Sequence):
     """A read-only sequence of str over an Arrow string column (memory-mapped or not):
     ``strings[i]`` reads one value, so nothing is built per row up front.
@@ -187,7 +197,7 @@ class Strings(Sequence):
     every word took 0.6–1.0 s), then among the strings between (a few, unless many share
     those bytes); a plain ``bisect`` would read about 20 strings through Python for a million."""
 
-    __slots__ = ("arr", "_keys")
+    __slots__ = ("arr", "_keys", "_chunks", "_starts")
     STRIDE = 16  # one key per this many strings
 
     def __init__(self, column: pa.Array | pa.ChunkedArray):
@@ -195,6 +205,11 @@ class Strings(Sequence):
             column = column.chunk(0)
         self.arr = column
         self._keys: np.ndarray | None = None
+        # A chunked column's values are read from their chunk, found by a bisect of the chunks'
+        # first rows: the ChunkedArray's own lookup costs 2-3 us more per value (a page's text
+        # 5.9 against 2.6 us over the 40 batches of a 1M world's pages)
+        self._chunks = column.chunks if isinstance(column, pa.ChunkedArray) else None
+        self._starts = np.cumsum([0, *map(len, self._chunks)]).tolist() if self._chunks is not None else None
 
     def __len__(self) -> int:
         return len(self.arr)
@@ -202,7 +217,15 @@ class Strings(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return self.arr[i].to_pylist()
-        return self.arr[i].as_py()
+        if self._chunks is None:
+            return self.arr[i].as_py()
+        starts = self._starts
+        if i < 0:
+            i += starts[-1]
+        if not 0 <= i < starts[-1]:
+            raise IndexError(f"index {i} out of range for {starts[-1]} strings")
+        c = bisect.bisect_right(starts, i) - 1  # (an empty chunk starts where the next does)
+        return self._chunks[c][i - starts[c]].as_py()
 
     def __iter__(self):
         n = len(self.arr)
@@ -217,7 +240,7 @@ class Strings(Sequence):
     __hash__ = None  # type: ignore[assignment]
 
     def take(self, rows) -> list[str]:
-        return self.arr.take(pa.array(rows, pa.int64())).to_pylist()
+        return self.arr.take(int64_array(rows)).to_pylist()
 
     def bisect_left(self, x: str, lo: int = 0, hi: int | None = None) -> int:
         """``bisect.bisect_left(self, x, lo, hi)`` of a sorted column, faster."""

@@ -214,6 +214,7 @@ class PageTable:
         t = self.table
         self.urls = Strings(t.column("url"))
         self.titles = Strings(t.column("title"))
+        self.texts = Strings(t.column("text"))
         codes = page_codes(t) if self.codes is None else self.codes
         self.kind_code, self.layer = codes[0], codes[1]  # int8: PAGE_KINDS and LAYERS positions
         self.u, self.entity, self.published = (numpy_of(t.column(c), dtype) for c, dtype in _READ_WHOLE.items())
@@ -236,7 +237,7 @@ class PageTable:
         return cls(pa.table(rows, schema=PAGE_SCHEMA))
 
     def text(self, row: int) -> str:
-        return self.table.column("text")[row].as_py()
+        return self.texts[row]
 
     def scanning(self) -> AbstractContextManager:
         """A block that reads the pages in order (every page's text, a whole column): the file
