@@ -20,7 +20,8 @@ import fictionworld as fw
 from fictionworld.storage import WorldFormatError, load_world
 from fictionworld.tables import LazyColumns
 from fictionworld.web import WebError
-from fictionworld.web.linker import MIN_SIMILARITY, Speller
+from fictionworld.web.arrow import write_arrow
+from fictionworld.web.linker import MIN_SIMILARITY, Speller, tail3_path
 
 
 def literal_correct(vocab: set[str], word: str) -> list[str]:
@@ -63,12 +64,17 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
     speller = Speller(vocab)
     speller.save(tmp_path / "s.arrow")
     opened = Speller.open(tmp_path / "s.arrow")
+    # without the last-three-letters key (a table saved before it): the "last two" groups, filtered
+    plain = Speller(vocab, tail3=False)
+    plain.save(tmp_path / "p.arrow")
+    assert not tail3_path(tmp_path / "p.arrow").exists() and tail3_path(tmp_path / "s.arrow").exists()
+    spellers = (speller, opened, plain, Speller.open(tmp_path / "p.arrow"))
+    assert [x.tail3 is not None for x in spellers] == [True, True, False, False]
     queries = [edits(w, rng) for w in rng.sample(sorted(vocab), 400)] + rng.sample(sorted(vocab), 100)
     queries += ["", "a", "zzzzzzzzzzzzzzzzzzzzzzz", "1234", "ß" * 5]
     for q in queries:
         want = literal_correct(vocab, q)
-        assert speller.correct(q) == want, q
-        assert opened.correct(q) == want, q
+        assert [x.correct(q) for x in spellers] == [want] * 4, q
     # one edit away from a word of 4+ letters is never out of reach: the word, or one as close, is found
     for w in rng.sample(sorted(w for w in vocab if len(w) >= 4 and not w.isdigit()), 300):
         q = edits(w, rng)
@@ -78,6 +84,29 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
         assert got and OSA.normalized_similarity(q, got[0]) >= OSA.normalized_similarity(q, w), (w, q, got)
     assert len(speller) == len(vocab - {""}) and all(w in opened for w in vocab if w)
     assert "not-a-word-here" not in opened and 3 not in opened
+
+
+def test_a_broken_last_three_letters_key_is_refused(tmp_path):
+    """A speller's tail3 file that is not one (other columns, word ids past the vocabulary,
+    more rows than words, garbage bytes) is a ValueError naming it, not a wrong correction."""
+    vocab = [f"{a}{b}wordsmith{c}" for a in "abc" for b in "xyz" for c in "lmn"]
+    Speller(vocab).save(tmp_path / "s.arrow")
+    good = tail3_path(tmp_path / "s.arrow").read_bytes()
+    ids = pa.array(np.arange(len(vocab), dtype=np.int32))
+    keys = pa.array(["0012|" + w[-3:] for w in vocab])
+    for table in (
+        pa.table({"key": keys, "row": ids}),
+        pa.table({"key": keys, "word": pa.array(np.arange(1, len(vocab) + 1, dtype=np.int32))}),
+        pa.table({"key": pa.concat_arrays([keys, keys]), "word": pa.concat_arrays([ids, ids])}),
+    ):
+        write_arrow(tail3_path(tmp_path / "s.arrow"), table)
+        with pytest.raises(ValueError, match="s.tail3.arrow"):
+            Speller.open(tmp_path / "s.arrow")
+    tail3_path(tmp_path / "s.arrow").write_bytes(b"garbage")
+    with pytest.raises((ValueError, pa.ArrowException)):
+        Speller.open(tmp_path / "s.arrow")
+    tail3_path(tmp_path / "s.arrow").write_bytes(good)
+    assert Speller.open(tmp_path / "s.arrow").correct("axwordsmitgl") == Speller(vocab).correct("axwordsmitgl")
 
 
 def test_url_lookup_finds_every_page_and_nothing_else(world):
