@@ -66,7 +66,8 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
     opened = Speller.open(tmp_path / "s.arrow")
     # without the last-three-letters key (a table saved before it): the "last two" groups, filtered
     plain = Speller(vocab, tail3=False)
-    plain.save(tmp_path / "p.arrow")
+    speller.save(tmp_path / "p.arrow")
+    plain.save(tmp_path / "p.arrow")  # (over a table saved with one: its key goes too)
     assert not tail3_path(tmp_path / "p.arrow").exists() and tail3_path(tmp_path / "s.arrow").exists()
     spellers = (speller, opened, plain, Speller.open(tmp_path / "p.arrow"))
     assert [x.tail3 is not None for x in spellers] == [True, True, False, False]

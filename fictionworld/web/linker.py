@@ -87,7 +87,7 @@ class Speller:
         self._head, self._tail = Strings(t.column("head_key")), Strings(t.column("tail_key"))
         self._head_word = numpy_of(t.column("head_word"), np.int32)
         self._tail_word = numpy_of(t.column("tail_word"), np.int32)
-        self.tail3 = tail3_table(t.column("word")) if tail3 is True else tail3 or None
+        self.tail3 = tail3_table(t.column("word")) if tail3 is True else tail3 if isinstance(tail3, pa.Table) else None
         if self.tail3 is not None:
             self._tail3 = Strings(self.tail3.column("key"))
             self._tail3_word = numpy_of(self.tail3.column("word"), np.int32)
@@ -116,6 +116,8 @@ class Speller:
         write_arrow(path, self.table)
         if self.tail3 is not None:
             write_arrow(tail3_path(Path(path)), self.tail3)
+        else:  # not another table's key left beside this one
+            tail3_path(Path(path)).unlink(missing_ok=True)
 
     def __len__(self) -> int:
         return len(self.words)
