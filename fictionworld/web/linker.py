@@ -79,7 +79,7 @@ class Speller:
 
     def __init__(
         self, vocab: Iterable[str] = (), *, table: pa.Table | None = None, tail3: pa.Table | None | bool = True
-    ):  # fmt: skip
+    ):
         """``tail3``: the :func:`tail3_table` of the words, True to make it, False for none."""
         self.table = speller_table(vocab) if table is None else table
         t = self.table
@@ -153,13 +153,12 @@ class Speller:
                 head = head[np.searchsorted(head, lo) : np.searchsorted(head, hi)]
             if h > 2 and self.tail3 is not None:
                 tail = self._group(self._tail3, self._tail3_word, f"{n:04d}|{word[-3:]}")
-                found += [head, tail]
-                continue
-            tail = self._group(self._tail, self._tail_word, f"{n:04d}|{word[-2:]}")
-            if h > 2 and len(tail):
-                # (kept by position: a boolean mask's to_numpy imports pandas, 0.17 s once)
-                ends = pc.ends_with(self.words.arr.take(int64_array(tail)), word[-h:])
-                tail = tail[numpy_of(pc.indices_nonzero(ends), np.int64)]
+            else:
+                tail = self._group(self._tail, self._tail_word, f"{n:04d}|{word[-2:]}")
+                if h > 2 and len(tail):  # (a table saved without the key)
+                    # kept by position: a boolean mask's to_numpy imports pandas, 0.17 s once
+                    ends = pc.ends_with(self.words.arr.take(int64_array(tail)), word[-h:])
+                    tail = tail[numpy_of(pc.indices_nonzero(ends), np.int64)]
             found += [head, tail]
         ids = np.sort(np.concatenate(found))
         ids = ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else ids  # (np.unique hashes: slower here)
@@ -191,16 +190,18 @@ def speller_table(vocab: Iterable[str] | pa.Array, *, sorted_unique: bool = Fals
         arr = pc.unique(arr)
         arr = arr.take(pc.sort_indices(arr))
     arr = arr.filter(pc.greater(pc.utf8_length(arr), 0))
-    length = pc.utf8_lpad(pc.cast(pc.utf8_length(arr), pa.string()), 4, "0")
-
-    def keyed(part: pa.Array) -> tuple[pa.Array, pa.Array]:
-        key = pc.binary_join_element_wise(length, part, "|")
-        order = pc.sort_indices(key)  # stable: a group's words stay sorted
-        return key.take(order), pc.cast(order, pa.int32())
-
-    head, head_word = keyed(pc.utf8_slice_codeunits(arr, 0, 1))
-    tail, tail_word = keyed(pc.utf8_slice_codeunits(arr, -2))
+    head, head_word = _keyed(arr, pc.utf8_slice_codeunits(arr, 0, 1))
+    tail, tail_word = _keyed(arr, pc.utf8_slice_codeunits(arr, -2))
     return pa.Table.from_arrays([arr, head, head_word, tail, tail_word], schema=SPELLER_SCHEMA)
+
+
+def _keyed(words: pa.Array, part: pa.Array, ids: pa.Array | None = None) -> tuple[pa.Array, pa.Array]:
+    """Keys "length|part" of ``words`` sorted, and the word id of each: ``ids`` (ascending),
+    else the words' positions. The sort is stable, so a group's ids ascend."""
+    length = pc.utf8_lpad(pc.cast(pc.utf8_length(words), pa.string()), 4, "0")
+    key = pc.binary_join_element_wise(length, part, "|")
+    order = pc.sort_indices(key)
+    return key.take(order), pc.cast(order if ids is None else ids.take(order), pa.int32())
 
 
 TAIL3_SCHEMA = pa.schema([("key", pa.string()), ("word", pa.int32())])
@@ -217,12 +218,9 @@ def tail3_table(words: pa.Array | pa.ChunkedArray) -> pa.Table:
     key; within a key the word ids ascend (a stable sort of ascending ids)."""
     if isinstance(words, pa.ChunkedArray):
         words = words.combine_chunks()
-    length = pc.utf8_length(words)
-    ids = pc.indices_nonzero(pc.greater_equal(length, TAIL3_MIN))
-    length = pc.utf8_lpad(pc.cast(length.take(ids), pa.string()), 4, "0")
-    key = pc.binary_join_element_wise(length, pc.utf8_slice_codeunits(words.take(ids), -3), "|")
-    order = pc.sort_indices(key)
-    return pa.Table.from_arrays([key.take(order), pc.cast(ids.take(order), pa.int32())], schema=TAIL3_SCHEMA)
+    ids = pc.indices_nonzero(pc.greater_equal(pc.utf8_length(words), TAIL3_MIN))
+    long = words.take(ids)
+    return pa.Table.from_arrays(list(_keyed(long, pc.utf8_slice_codeunits(long, -3), ids)), schema=TAIL3_SCHEMA)
 
 
 LINKER_ARRAYS = ("form_start", "form_words", "entity_forms", "entity_start", "post_row", "post_start")
