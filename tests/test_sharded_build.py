@@ -12,23 +12,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from build_helpers import QUERIES, SEED, small_spec
 
 import fictionworld as fw
-from fictionworld.spec import default_spec
 from fictionworld.web.pages import url_order
 from fictionworld.web.shards import BUILD_DIR, BuildError, build_world, plan_shards
 from fictionworld.web.urls import unique_urls, with_urls
-
-SEED = 4  # a world with URL clashes: the join renames pages and orders the new URLs
-QUERIES = ("festival", "river city", "people born in", "Films released in 1998", "company founded", "award 2004")
-
-
-def small_spec(entities: int = 3000, block: int = 128, generation_block: int = 256):
-    """A small world in many render blocks and many generation blocks (people, books, …)."""
-    spec = default_spec(entities)
-    return spec.model_copy(
-        update={"web": spec.web.model_copy(update={"block": block}), "generation_block": generation_block}
-    )
 
 
 def fingerprint(path: Path) -> dict:
@@ -81,98 +70,6 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
     saved = fingerprint(tmp_path / "w")
     assert (saved["url_order"], saved["lexicon"]) == (reference[1]["url_order"], reference[1]["lexicon"])
     assert saved["codes"] == reference[1]["codes"]
-
-
-@pytest.fixture(scope="module")
-def sharded(tmp_path_factory):
-    path = tmp_path_factory.mktemp("sharded") / "s"
-    build_world(small_spec(), SEED, path, workers=2, shards=5)
-    return path
-
-
-def test_the_sharded_index_ranks_like_one_index_ties_included(sharded, tmp_path):
-    """Scores and order of the joined shard index equal a single index over the same pages,
-    for many queries, with deep result lists where ties are common."""
-    from fictionworld.web.index import TantivyIndex
-    from fictionworld.web.pages import PageTable
-    from fictionworld.web.render import plain_text
-
-    pages = PageTable.load(sharded / "pages.arrow")
-    text = pages.table.column("text").to_pylist()
-    single = TantivyIndex.build(((t, plain_text(x)) for t, x in zip(pages.titles, text)), tmp_path / "one")
-    joined = TantivyIndex.open(sharded / "index")
-    rng = np.random.default_rng(0)
-    vocab = sorted({w for t in pages.titles[:2000] for w in single.analyze(t)})
-    ties = 0
-    for _ in range(150):
-        tokens = list(rng.choice(vocab, size=int(rng.integers(1, 4))))
-        a, b = single.search(tokens, 200), joined.search(tokens, 200)
-        assert np.array_equal(a[0], b[0]) and np.allclose(a[1], b[1])
-        ties += int((np.diff(a[1]) == 0).sum())
-    assert ties > 100  # the comparison covered tied scores
-
-
-def test_joined_segments_are_listed_by_page_id_so_ties_go_to_the_lower_page(tmp_path):
-    """Whatever order the shards' segments come in, the joined index lists them by page id,
-    so tantivy's tie-break (the lower document address) is the lower page id."""
-    from fictionworld.web.index import TantivyIndex
-    from fictionworld.web.join import _join_indexes
-
-    docs = [("Alpha", "alpha beta gamma")] * 6  # every page scores the same for "alpha"
-    low = TantivyIndex.build(docs, tmp_path / "low", first_id=0)
-    high = TantivyIndex.build(docs, tmp_path / "high", first_id=6)
-    _join_indexes([high.path, low.path], tmp_path / "joined")
-    joined = TantivyIndex.open(tmp_path / "joined")
-    first = [json.loads((p.path / "pid-runs.json").read_text())["segments"] for p in (low, high)]
-    listed = [
-        m["segment_id"].replace("-", "")
-        for m in json.loads((tmp_path / "joined" / "meta.json").read_text())["segments"]
-    ]
-    assert listed == [next(iter(first[0])), next(iter(first[1]))]
-    pids, scores = joined.search(["alpha"], 4)
-    assert pids.tolist() == [0, 1, 2, 3] and len(set(scores.tolist())) == 1
-
-
-def _every_address(ix):
-    import tantivy
-
-    meta = json.loads((ix.path / "meta.json").read_text())["segments"]
-    return [tantivy.DocAddress(o, d) for o, m in enumerate(meta) for d in range(m["max_doc"])]
-
-
-def test_page_ids_of_hits_come_from_the_runs_file_and_agree_with_the_fast_field(sharded, tmp_path):
-    """Every document of the joined index (several segments per shard) maps to its page id by
-    the runs file; a missing, corrupt or wrong file falls back to the fast field, never to
-    wrong ids."""
-    import shutil
-
-    from fictionworld.web.index import PID_RUNS, TantivyIndex
-
-    ix = TantivyIndex.open(sharded / "index")
-    assert ix._runs is not None and ix.searcher.num_segments >= 5
-    addresses = _every_address(ix)
-    want = ix.searcher.fast_field_values("pid", addresses)
-    assert sorted(want) == list(range(ix.num_docs))
-    assert ix._pids(addresses).tolist() == want
-    runs = json.loads((sharded / "index" / PID_RUNS).read_text())["segments"]
-    assert sum(len(r) for r in runs.values()) < 4 * len(runs)  # runs, not one entry per page
-    tokens = ix.analyze("festival river city 1998")
-    result = ix.search(tokens, 200)
-    for name, breaks in [
-        ("missing", lambda f: f.unlink()),
-        ("corrupt", lambda f: f.write_text("{not json")),
-        ("short", lambda f: f.write_text(json.dumps({"segments": dict(list(runs.items())[1:])}))),
-        ("segments swapped", lambda f: f.write_text(json.dumps({"segments": dict(zip(runs, reversed(list(runs.values()))))}))),
-        ("pages shifted", lambda f: f.write_text(json.dumps({"segments": {k: [[a, b + 1, c] for a, b, c in v] for k, v in runs.items()}}))),
-    ]:  # fmt: skip
-        copy = tmp_path / name
-        shutil.copytree(sharded / "index", copy)
-        breaks(copy / PID_RUNS)
-        broken = TantivyIndex.open(copy)
-        assert broken._runs is None, name
-        assert broken._pids(addresses).tolist() == want
-        got = broken.search(tokens, 200)
-        assert np.array_equal(got[0], result[0]) and np.array_equal(got[1], result[1]), name
 
 
 def test_a_two_node_ray_cluster_builds_the_same_world(reference, tmp_path):
@@ -496,14 +393,3 @@ def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path,
     assert sum(sizes) == total and all(n == 7 for n in sizes[:-1]) and (not sizes or 0 < sizes[-1] <= 7)
     want = [renamed.get(i, f"https://x.test/{i}") for i in range(total)]
     assert read_arrow(tmp_path / "pages.arrow").column("url").to_pylist() == want
-
-
-def test_an_index_task_gets_a_heap_for_all_of_its_pages_within_bounds():
-    from fictionworld.web.shards import INDEX_HEAP_MAX, INDEX_HEAP_MIN, INDEX_HEAP_PER_PAGE, index_heap
-
-    plenty = 64 * 2**30
-    assert index_heap(0, plenty) == index_heap(10_000, plenty) == INDEX_HEAP_MIN  # a 1M world's shard
-    assert index_heap(3_200_000, plenty) == 3_200_000 * INDEX_HEAP_PER_PAGE  # a 10M world's shard: one segment
-    assert index_heap(50_000_000, plenty) == INDEX_HEAP_MAX  # tantivy's bound per indexing thread
-    assert index_heap(3_200_000, 4 * 2**30) == int(0.2 * 4 * 2**30)  # a share of the memory free
-    assert index_heap(3_200_000, 2**20) == INDEX_HEAP_MIN  # never below the floor
