@@ -64,12 +64,15 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
 
     world = generate_world(small_spec(), SEED)
     loaded = fw.World.load(reference[0])
-    assert world.web.pages.table.equals(loaded.web.pages.table)
+    rendered, read = world.web.pages, loaded.web.pages
+    assert rendered.table.drop_columns("text").equals(read.table.drop_columns("text"))
+    assert list(rendered.texts) == list(read.texts)  # (saved as zstd frames: pagetext.py)
     assert [[(r.url, round(r.score, 4)) for r in world.search(q, k=10)] for q in QUERIES] == reference[1]["results"]
     world.save(tmp_path / "w")  # Web.save writes the lexicon and URL order a sharded build writes
     saved = fingerprint(tmp_path / "w")
     assert (saved["url_order"], saved["lexicon"]) == (reference[1]["url_order"], reference[1]["lexicon"])
     assert saved["codes"] == reference[1]["codes"]
+    assert saved["pages"] == reference[1]["pages"]  # the same dictionary and frames, byte for byte
 
 
 def test_a_two_node_ray_cluster_builds_the_same_world(reference, tmp_path):
@@ -375,6 +378,7 @@ def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path,
     from fictionworld.web import join as sh
     from fictionworld.web.arrow import read_arrow, write_arrow
     from fictionworld.web.pages import PAGE_SCHEMA
+    from fictionworld.web.pagetext import Texts, codec_of
 
     monkeypatch.setattr(sh, "PAGE_BATCH", 7)
     rng = np.random.default_rng(seed)
@@ -383,6 +387,7 @@ def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path,
         n = int(rng.choice([0, 1, 6, 7, 8, int(rng.integers(0, 30))]))
         rows = {f.name: [None] * n for f in PAGE_SCHEMA}
         rows["url"] = [f"https://x.test/{total + i}" for i in range(n)]
+        rows["text"] = [f"page {total + i}" for i in range(n)]
         total += n
         files.append(tmp_path / f"shard-{s}.arrow")
         write_arrow(files[-1], pa.table(rows, schema=PAGE_SCHEMA), max_chunksize=int(rng.integers(1, 10)))
@@ -392,4 +397,6 @@ def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path,
     sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
     assert sum(sizes) == total and all(n == 7 for n in sizes[:-1]) and (not sizes or 0 < sizes[-1] <= 7)
     want = [renamed.get(i, f"https://x.test/{i}") for i in range(total)]
-    assert read_arrow(tmp_path / "pages.arrow").column("url").to_pylist() == want
+    joined = read_arrow(tmp_path / "pages.arrow")
+    assert joined.column("url").to_pylist() == want
+    assert list(Texts(joined.column("text"), codec_of(joined.schema))) == [f"page {i}" for i in range(total)]

@@ -28,7 +28,7 @@ def test_the_sharded_index_ranks_like_one_index_ties_included(sharded, tmp_path)
     from fictionworld.web.render import plain_text
 
     pages = PageTable.load(sharded / "pages.arrow")
-    text = pages.table.column("text").to_pylist()
+    text = list(pages.texts)
     single = TantivyIndex.build(((t, plain_text(x)) for t, x in zip(pages.titles, text)), tmp_path / "one")
     joined = TantivyIndex.open(sharded / "index")
     rng = np.random.default_rng(0)

@@ -20,16 +20,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.web.arrow import read_arrow
+from fictionworld.web.arrow import int64_array, read_arrow
 from fictionworld.web.index import PID_RUNS, join_pid_runs, order_segments
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
-from fictionworld.web.pages import PAGE_SCHEMA, WebError, codes_path, page_codes, url_order, url_order_path
+from fictionworld.web.pages import (
+    PAGE_BATCH,
+    PAGE_SCHEMA,
+    WebError,
+    codes_path,
+    compress_text,
+    page_codes,
+    url_order,
+    url_order_path,
+)
+from fictionworld.web.pagetext import TextCodec, sample_rows, stored_schema
 from fictionworld.web.urls import unique_urls, with_urls
 
 __all__ = ["join_shards", "join_pages", "PAGE_BATCH", "PAGES_DONE"]
 
-PAGE_BATCH = 65_536  # rows per record batch of pages.arrow (PageTable.save writes the same)
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -116,11 +125,15 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
 
 def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> int:
     """Stream the shard files into one page file of exactly PAGE_BATCH rows per record batch
-    (the same bytes whatever the shards), with the renamed URLs; each shard is mapped only
-    while it is copied, and only a batch at a time is held in memory. Returns the page count."""
+    (the same bytes whatever the shards), with the renamed URLs and each page's text
+    compressed (:mod:`~fictionworld.web.pagetext`); each shard is mapped only while it is
+    copied, and only a batch at a time is held in memory. Returns the page count."""
     offset = 0
     carry: pa.Table | None = None  # the last rows of a shard, copied, waiting for the next
-    with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
+    codec = _text_codec(files)
+    threads = min(4, len(os.sched_getaffinity(0)))  # (the frames do not depend on it)
+    with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, stored_schema(PAGE_SCHEMA, codec)) as writer:
+        put = lambda batch: writer.write_table(compress_text(batch, codec, threads))  # noqa: E731
         for f in files:
             t = with_urls(read_arrow(f), renamed, offset)
             offset += t.num_rows
@@ -129,17 +142,31 @@ def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> in
                 at = min(PAGE_BATCH - carry.num_rows, t.num_rows)
                 carry = pa.concat_tables([carry, t.slice(0, at)]).combine_chunks()
                 if carry.num_rows == PAGE_BATCH:
-                    writer.write_table(carry)
+                    put(carry)
                     carry = None
             while t.num_rows - at >= PAGE_BATCH:
-                writer.write_table(t.slice(at, PAGE_BATCH).combine_chunks())
+                put(t.slice(at, PAGE_BATCH).combine_chunks())
                 at += PAGE_BATCH
             if at < t.num_rows:  # copied (take), so that no slice keeps this shard mapped
                 carry = t.slice(at).take(pa.array(np.arange(t.num_rows - at)))
             del t
         if carry is not None:
-            writer.write_table(carry)
+            put(carry)
     return offset
+
+
+def _text_codec(files: list[Path]) -> TextCodec:
+    """The page-text dictionary of the pages the shard files hold, in order: trained on the
+    :func:`~fictionworld.web.pagetext.sample_rows` of them all, as :meth:`PageTable.save`
+    trains it (so the dictionary does not depend on the shards)."""
+    counts = [read_arrow(f).num_rows for f in files]
+    rows = sample_rows(sum(counts))
+    texts: list[str] = []
+    for f, lo, n in zip(files, np.cumsum([0, *counts]).tolist(), counts):
+        local = rows[(rows >= lo) & (rows < lo + n)] - lo
+        if len(local):
+            texts += read_arrow(f).column("text").take(int64_array(local)).to_pylist()
+    return TextCodec.train(texts)
 
 
 def _join_indexes(parts: list[Path], target: Path) -> None:

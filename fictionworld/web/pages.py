@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from bisect import bisect_left
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -15,10 +16,12 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
-from fictionworld.web.arrow import MappedArrow, Strings, numpy_of, write_arrow
+from fictionworld.web.arrow import MappedArrow, Strings, numpy_of
+from fictionworld.web.pagetext import TextCodec, Texts, codec_of, sample_rows, stored_schema
 
 __all__ = [
     "Page",
@@ -61,6 +64,7 @@ UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history"
 PAGES_ACCESS = "auto"
 # The columns a PageTable copies into memory when it opens, as NumPy arrays of these types
 # (``published``: days since 1970-01-01); :meth:`PageTable.load` asks for them at once.
+PAGE_BATCH = 65_536  # rows per record batch of a saved pages file
 _READ_WHOLE = {"u": np.float32, "entity": np.int32, "published": np.int32}
 AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
@@ -209,12 +213,15 @@ class PageTable:
     url_order: np.ndarray | None = None  # page rows by URL (bytewise order), when known
     codes: np.ndarray | None = None  # :func:`page_codes` of the table, when known
     mapped: MappedArrow | None = None  # the file the table is mapped from (:meth:`load`)
+    # how ``table``'s text column is compressed (a table loaded from a file: zstd frames,
+    # :mod:`~fictionworld.web.pagetext`); None: plain strings (rendered, or an older file)
+    codec: TextCodec | None = None
 
     def __post_init__(self) -> None:
         t = self.table
         self.urls = Strings(t.column("url"))
         self.titles = Strings(t.column("title"))
-        self.texts = Strings(t.column("text"))
+        self.texts = Strings(t.column("text")) if self.codec is None else Texts(t.column("text"), self.codec)
         codes = page_codes(t) if self.codes is None else self.codes
         self.kind_code, self.layer = codes[0], codes[1]  # int8: PAGE_KINDS and LAYERS positions
         self.u, self.entity, self.published = (numpy_of(t.column(c), dtype) for c, dtype in _READ_WHOLE.items())
@@ -263,7 +270,7 @@ class PageTable:
             kind=get("kind"),
             credibility="low" if get("layer") or get("kind") in ("forum", "blog", "profile") else "high",
             published=from_days(int(self.published[row])),
-            text=get("text"),
+            text=self.texts[row],
             entity_ids=tuple(entity_ids[get("entity_rows")].tolist()) if get("entity_rows") else (),
             fact_ids=tuple(get("fact_ids")),
             contradicts=tuple(get("contradicts")),
@@ -271,11 +278,23 @@ class PageTable:
 
     # -- disk ----------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        """``path`` (Arrow IPC, batches of 65,536 rows) and, beside it, the URL order and the
-        pages' kind and layer codes."""
-        write_arrow(path, self.table, max_chunksize=65_536)
-        np.save(url_order_path(path), self.row_of_url.order)
-        np.save(codes_path(path), np.stack([self.kind_code, self.layer]))
+        """``path`` (Arrow IPC, batches of 65,536 rows, each page's text a zstd frame) and,
+        beside it, the URL order and the pages' kind and layer codes. Each file is written
+        beside its place and then moved there: a table mapped from ``path`` (:meth:`load`)
+        saves over it without reading a truncated file."""
+        path = Path(path)
+        codec = self.codec or TextCodec.train(self.texts.take(sample_rows(len(self))))
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, stored_schema(PAGE_SCHEMA, codec)) as writer:
+            for lo in range(0, len(self), PAGE_BATCH):
+                batch = self.table.slice(lo, PAGE_BATCH)
+                writer.write_table(batch if self.codec is not None else compress_text(batch, codec))
+        for target, array in ((url_order_path(path), self.row_of_url.order),
+                              (codes_path(path), np.stack([self.kind_code, self.layer]))):  # fmt: skip
+            with open(f"{target}.tmp{os.getpid()}", "wb") as f:
+                np.save(f, array)
+            os.replace(f.name, target)
+        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: Path, access: str | None = None) -> PageTable:
@@ -285,7 +304,8 @@ class PageTable:
         :data:`PAGES_ACCESS`)."""
         mapped = MappedArrow(path, PAGES_ACCESS if access is None else access, will_need=_READ_WHOLE)
         table = mapped.table
-        if table.schema != PAGE_SCHEMA:
+        codec = codec_of(table.schema, path.name)
+        if table.schema != (PAGE_SCHEMA if codec is None else stored_schema(PAGE_SCHEMA, codec)):
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
         order = codes = None
         if url_order_path(path).exists():
@@ -296,7 +316,17 @@ class PageTable:
             codes = np.load(codes_path(path), mmap_mode="r").view(np.ndarray)  # (indexing a memmap costs more)
             if not _codes_fit(codes, table.num_rows):
                 raise ValueError(f"{codes_path(path).name}: not the kind and layer codes of {table.num_rows:,} pages")
-        return cls(table, order, codes, mapped)
+        return cls(table, order, codes, mapped, codec)
+
+
+def compress_text(pages: pa.Table | pa.RecordBatch, codec: TextCodec, threads: int = 1) -> pa.Table:
+    """``pages`` (PAGE_SCHEMA) with each page's text a zstd frame of ``codec``, the schema a
+    saved pages file has (:func:`~fictionworld.web.pagetext.stored_schema`)."""
+    if isinstance(pages, pa.RecordBatch):
+        pages = pa.Table.from_batches([pages])
+    i = pages.schema.get_field_index("text")
+    t = pages.set_column(i, pa.field("text", pa.large_binary()), codec.compress(pages.column(i), threads))
+    return t.replace_schema_metadata(codec.metadata())
 
 
 def _beside(pages_file: Path, what: str) -> Path:
