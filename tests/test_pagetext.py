@@ -159,5 +159,17 @@ def test_threads_read_pages_at_once(saved_world):
     assert all(got[t] == [want[r] for r in rows[t]] for t in range(4))
 
 
+def test_a_codec_pickles_as_its_dictionary(saved_world):
+    import pickle
+
+    codec = PageTable.load(saved_world / "pages.arrow").codec
+    again = pickle.loads(pickle.dumps(codec))
+    frames = codec.compress(pa.array(["a page about Vaelor Kettridge"] * 3))
+    assert (
+        again.raw == codec.raw
+        and [again.decompress(f) for f in frames.to_pylist()] == ["a page about Vaelor Kettridge"] * 3
+    )
+
+
 def test_codec_of_a_schema_without_text_compression_is_none():
     assert codec_of(PAGE_SCHEMA) is None

@@ -90,6 +90,9 @@ class TextCodec:
             raise ValueError("not a zstd dictionary")
         self._local = threading.local()  # a decompressor per thread: zstd contexts are not thread-safe
 
+    def __reduce__(self):  # (pickled as its dictionary: a process makes its own contexts)
+        return TextCodec, (self.raw,)
+
     @classmethod
     def train(cls, samples: Sequence[str]) -> TextCodec:
         """The codec for a web whose :func:`sample_rows` texts are ``samples``: a dictionary of
