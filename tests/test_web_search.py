@@ -197,12 +197,48 @@ def test_the_index_finds_exact_titles_as_a_table_of_all_titles_would(world):
         assert web.index.exact_titles(q) == table.get(fold_phrase(q), []), q
 
 
+def scoring_at_least(hits: list, floor: float) -> list:
+    """(score, segment, doc) of the hits scoring ``floor`` or more, in order."""
+    return [(h[0], h[1].segment_ord, h[1].doc) for h in hits if h[0] >= floor]
+
+
+def test_the_covers_of_a_common_union_find_its_best_pages_above_a_floor(world, monkeypatch):
+    """``_common_above`` against the union of the same clauses read whole: for random sets of
+    common clauses, floors and depths, the pages scoring at least the floor are the same pages
+    with the same floats, in the same order (ties by address), whether found by covers or not."""
+    import fictionworld.web.index as index_module
+    from fictionworld.web.index import common_limit
+
+    ix = world.web.index
+    monkeypatch.setattr(index_module, "_COVER_COST", 1e9)  # covers wherever there are some
+    limit = common_limit(ix.num_docs)
+    words = sorted({t for title in world.web.pages.titles for t in ix.analyze(title)})
+    clauses = [(f, w) for w in words for f in ("title", "body") if ix.searcher.doc_freq(f, w) > limit]
+    assert len(clauses) > 40
+    rng = np.random.default_rng(3)
+    covered = 0
+    for _ in range(300):
+        common = [clauses[i] for i in rng.choice(len(clauses), int(rng.integers(1, 7)), replace=False)]
+        union = ix._union(common)
+        whole = ix._top(union, ix.num_docs)
+        bound = ix._bound(common)
+        floor = float(rng.choice([rng.uniform(0, bound), whole[min(len(whole) - 1, int(rng.integers(0, 30)))][0]]))
+        n = int(rng.choice([1, 3, 10, 50]))
+        got = ix._common_above(common, union, floor, n)
+        if got is None:
+            continue
+        covered += 1
+        assert scoring_at_least(got, floor) == scoring_at_least(whole[:n], floor), (common, floor, n)
+    assert covered > 150
+
+
 @pytest.mark.parametrize("limit_by", ["share", "postings"])
 def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, monkeypatch):
     """The search that scores common clauses only where they can change the top n, against
     one unpruned query of every clause (rare and common as two sub-queries, so that each page's
     score is summed the same way): same pages, same scores, float for float, at every depth;
-    both ways out of the pruned search (the bound met, the common-only pages merged) occur.
+    every way out of the pruned search occurs (the bound met; the common-only pages found by
+    the union of the common clauses, or by the covers that can reach the n-th page).
     Common is a share of the pages in a small index, a number of pages in a large one: this
     world is small, so the second case lowers that number below the share."""
     import tantivy as T
@@ -260,9 +296,18 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
         bounds[-1] = value
         return value
 
-    ix._top, ix._bound = top, bound
+    real_above = ix._common_above
+    covered = []  # the queries whose common-only pages came from covers (none: from the union)
+
+    def above(*args):
+        got = real_above(*args)
+        covered.append(got is not None)
+        return got
+
+    ix._top, ix._bound, ix._common_above = top, bound, above
     rng = np.random.default_rng(11)
-    ways = {"one query": 0, "bound met": 0, "merged": 0}
+    cover_cost = index_module._COVER_COST
+    ways = {"one query": 0, "bound met": 0, "merged": 0, "covers": 0}
     try:
         for i in range(600):
             tokens = [str(x) for x in rng.choice(rare, int(rng.integers(1, 3)))]
@@ -274,12 +319,16 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
                 tokens += [str(x) for x in rng.choice(common, int(rng.integers(0, 3)))]
             tokens = [tokens[i] for i in rng.permutation(len(tokens))]
             n = int(rng.choice([1, 3, 10, 50, 200]))
+            # every other query takes the covers wherever there are some, however costly
+            monkeypatch.setattr(index_module, "_COVER_COST", cover_cost if i % 2 else 1e9)
             calls.clear()
             bounds.clear()
+            covered.clear()
             got = ix.search(tokens, n)
             want = unpruned(tokens, n)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (tokens, n)
-            ways["merged" if len(calls) == 2 else "bound met" if bounds else "one query"] += 1
+            way = "covers" if any(covered) else "merged" if len(calls) >= 2 else "bound met" if bounds else "one query"
+            ways[way] += 1
     finally:
-        ix._top, ix._bound = real_top, real_bound
+        ix._top, ix._bound, ix._common_above = real_top, real_bound, real_above
     assert min(ways.values()) > 20, ways
