@@ -313,12 +313,12 @@ def cold(world: str, repeat: int, queries: int = 600) -> None:
     )
 
 
-def serve(world: str, repeat: int) -> None:
+def serve(world: str, repeat: int, modes: tuple[str, ...] = ("files", "none", "content")) -> None:
     """Fresh processes opening ``world``: wall time from spawning one to its first answer."""
     import time
 
     print(f"== serving {world} (fresh process each; one core) ==")
-    for verify in ("files", "none", "content"):
+    for verify in modes:
         for i in range(repeat if verify != "content" else 1):
             spawned = time.time()  # (the child that also times queries exits long after its first answer)
             d = _child(SERVE_CHILD, world, verify, "1" if (verify, i) == ("files", 0) else "0")
@@ -346,6 +346,9 @@ def main() -> None:
     ap.add_argument("--world", help="serve this saved world instead of generating (first answer, latency)")
     ap.add_argument("--repeat", type=int, default=3, help="fresh processes per verify mode with --world")
     ap.add_argument("--engine", action="store_true", help="with --world: the engine alone on name queries")
+    ap.add_argument("--verify", nargs="+", choices=["files", "none", "content"], default=["files", "none", "content"],
+                    help="with --world: the ways a fresh process opens it (content reads every fact: minutes at 10M, and it "
+                    "evicts the page cache a server would have)")  # fmt: skip
     ap.add_argument("--cold", action="store_true", help="with --world: searches with the pages file evicted first")
     args = ap.parse_args()
     if args.world and args.cold:
@@ -355,7 +358,7 @@ def main() -> None:
         engine(args.world)
         return
     if args.world:
-        serve(args.world, args.repeat)
+        serve(args.world, args.repeat, tuple(args.verify))
         return
     for n in args.sizes:
         d = _child(CHILD, str(n), "0" if args.no_peers else "1", str(args.rank_bm25_queries))

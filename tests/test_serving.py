@@ -351,7 +351,9 @@ def test_strings_read_every_index_as_a_list_does(seed):
     from fictionworld.web.arrow import Strings
 
     rng = np.random.default_rng(seed)
-    values = ["".join(rng.choice(["a", "é", "𝔄", " ", "z"], int(rng.integers(0, 6)))) for _ in range(int(rng.integers(0, 60)))]
+    values = [
+        "".join(rng.choice(["a", "é", "𝔄", " ", "z"], int(rng.integers(0, 6)))) for _ in range(int(rng.integers(0, 60)))
+    ]
     cuts = sorted(int(x) for x in rng.integers(0, len(values) + 1, int(rng.integers(0, 5))))
     parts = [values[a:b] for a, b in zip([0, *cuts], [*cuts, len(values)])]
     type_ = pa.large_string() if seed % 2 else pa.string()
