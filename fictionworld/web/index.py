@@ -317,8 +317,7 @@ class TantivyIndex:
         alone is (their clauses filter at score 0, ``query`` scores): the same floats."""
         if len(common) > _MAX_COVER_CLAUSES:
             return None
-        self._bound(common)  # (each clause's best, cached)
-        best = [self._max[c] * (1 + 1e-5) + 1e-5 for c in common]
+        best = [self._best(c) * (1 + 1e-5) + 1e-5 for c in common]  # (widened as _bound widens)
         df = [self._field_df(*c) for c in common]
         covers: list[tuple[int, ...]] = []
         for size in range(1, len(common) + 1):
@@ -354,14 +353,15 @@ class TantivyIndex:
     def _bound(self, clauses: list[tuple[str, str]]) -> float:
         """Above the score of any page that holds only ``clauses``: the sum of each clause's
         best score over the index (cached), widened for float32 rounding."""
-        total = 0.0
-        for c in clauses:
-            best = self._max.get(c)
-            if best is None:
-                top = self._top(self._clause(*c), 1)
-                best = self._max[c] = float(top[0][0]) if top else 0.0
-            total += best
-        return total * (1 + 1e-5) + 1e-5
+        return sum(self._best(c) for c in clauses) * (1 + 1e-5) + 1e-5
+
+    def _best(self, clause: tuple[str, str]) -> float:
+        """``clause``'s best score over the index (one query of it alone, cached)."""
+        best = self._max.get(clause)
+        if best is None:
+            top = self._top(self._clause(*clause), 1)
+            best = self._max[clause] = float(top[0][0]) if top else 0.0
+        return best
 
 
 def _segments(path: Path) -> list[tuple[str, int]]:

@@ -159,13 +159,13 @@ def _text_codec(files: list[Path]) -> TextCodec:
     """The page-text dictionary of the pages the shard files hold, in order: trained on the
     :func:`~fictionworld.web.pagetext.sample_rows` of them all, as :meth:`PageTable.save`
     trains it (so the dictionary does not depend on the shards)."""
-    counts = [read_arrow(f).num_rows for f in files]
+    columns = [read_arrow(f).column("text") for f in files]  # (memory-mapped)
+    counts = [len(c) for c in columns]
     rows = sample_rows(sum(counts))
     texts: list[str] = []
-    for f, lo, n in zip(files, np.cumsum([0, *counts]).tolist(), counts):
+    for column, lo, n in zip(columns, np.cumsum([0, *counts]).tolist(), counts):
         local = rows[(rows >= lo) & (rows < lo + n)] - lo
-        if len(local):
-            texts += read_arrow(f).column("text").take(int64_array(local)).to_pylist()
+        texts += column.take(int64_array(local)).to_pylist()
     return TextCodec.train(texts)
 
 

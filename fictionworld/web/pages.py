@@ -62,9 +62,9 @@ UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history"
 # which read 14 MiB per search; at 1M (1.8 GiB) 4.4-5.0 ms against 1.4-1.8 ms: there read-ahead
 # brings the file into the cache within those searches (``bench_search.py --world DIR --cold``).
 PAGES_ACCESS = "auto"
+PAGE_BATCH = 65_536  # rows per record batch of a saved pages file
 # The columns a PageTable copies into memory when it opens, as NumPy arrays of these types
 # (``published``: days since 1970-01-01); :meth:`PageTable.load` asks for them at once.
-PAGE_BATCH = 65_536  # rows per record batch of a saved pages file
 _READ_WHOLE = {"u": np.float32, "entity": np.int32, "published": np.int32}
 AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
@@ -325,8 +325,8 @@ def compress_text(pages: pa.Table | pa.RecordBatch, codec: TextCodec, threads: i
     if isinstance(pages, pa.RecordBatch):
         pages = pa.Table.from_batches([pages])
     i = pages.schema.get_field_index("text")
-    t = pages.set_column(i, pa.field("text", pa.large_binary()), codec.compress(pages.column(i), threads))
-    return t.replace_schema_metadata(codec.metadata())
+    columns = [codec.compress(c, threads) if j == i else c for j, c in enumerate(pages.columns)]
+    return pa.Table.from_arrays(columns, schema=stored_schema(pages.schema, codec))
 
 
 def _beside(pages_file: Path, what: str) -> Path:
