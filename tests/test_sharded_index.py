@@ -105,6 +105,81 @@ def test_page_ids_of_hits_come_from_the_runs_file_and_agree_with_the_fast_field(
         assert np.array_equal(got[0], result[0]) and np.array_equal(got[1], result[1]), name
 
 
+def test_the_common_best_file_lists_every_common_clause_with_its_best_score(sharded):
+    """``common-best.json`` of a build in 5 shards holds exactly the clauses on more pages than
+    the common limit (every term of the joined index walked), each with its page count and the
+    best score one scan of it finds; searches then scan none of them."""
+    from fictionworld.web.index import COMMON_BEST, TantivyIndex, common_limit, frequent_terms
+
+    ix = TantivyIndex.open(sharded / "index")
+    limit = common_limit(ix.num_docs)
+    every = frequent_terms(ix.searcher, limit, cap=10**7)
+    data = json.loads((sharded / "index" / COMMON_BEST).read_text())
+    assert data["num_docs"] == ix.num_docs
+    assert {f: sorted(t) for f, t in data["clauses"].items()} == every
+    assert len(every["title"]) > 10 and len(every["body"]) > 100
+    for field, terms in data["clauses"].items():
+        for token, (df, best) in terms.items():
+            assert df == ix.searcher.doc_freq(field, token) > limit
+            assert best == ix._scan_best((field, token)) > 0
+
+    scans = []
+    scan = ix._scan_best
+    ix._scan_best = lambda c: scans.append(c) or scan(c)
+    for q in ("festival river", "people born in 1970", "company founded city", "the film award"):
+        ix.search(ix.analyze(q), 10)
+    assert ix._max and scans == [min(ix._known, key=lambda c: (ix._known[c][0], c))]  # the probe only
+
+
+def test_a_wrong_or_broken_common_best_file_is_not_trusted(sharded, tmp_path):
+    """A missing or corrupt file, one made for an index of another size, or one wrong about the
+    clause it is checked on, is ignored; a clause listed with another page count than the
+    index's is scanned. Search results stay those of the index read whole."""
+    import shutil
+
+    from fictionworld.web.index import COMMON_BEST, TantivyIndex, common_limit
+
+    data = json.loads((sharded / "index" / COMMON_BEST).read_text())
+    known = {(f, t): v for f, ts in data["clauses"].items() for t, v in ts.items()}
+    probe = min(known, key=lambda c: (known[c][0], c))
+    other = max(known, key=lambda c: known[c][0])
+
+    def edit(fn):
+        return lambda f: f.write_text(json.dumps(fn(json.loads(json.dumps(data)))))
+
+    def set_(clause, value):
+        def fn(d):
+            d["clauses"][clause[0]][clause[1]] = value
+            return d
+
+        return fn
+
+    ix = TantivyIndex.open(sharded / "index")
+    queries = [
+        ix.analyze(q) for q in ("festival river", "people born in 1970", "company founded city", "film award 2004")
+    ]
+    queries += [[other[1], probe[1]], [other[1]]]
+    want = [ix.search(q, 10) for q in queries]
+    assert ix._read_known() == {c: (v[0], v[1]) for c, v in known.items()}
+    for name, breaks, trusted in [
+        ("missing", lambda f: f.unlink(), 0),
+        ("corrupt", lambda f: f.write_text("{not json"), 0),
+        ("not a table", lambda f: f.write_text(json.dumps({"num_docs": data["num_docs"], "clauses": [1, 2]})), 0),
+        ("other size", edit(lambda d: {**d, "num_docs": d["num_docs"] + 1}), 0),
+        ("probe's best too low", edit(set_(probe, [known[probe][0], known[probe][1] / 2])), 0),
+        ("a page count wrong", edit(set_(other, [known[other][0] + 1, known[other][1] / 100])), len(known)),
+    ]:
+        copy = tmp_path / name.replace(" ", "-").replace("'", "")
+        shutil.copytree(sharded / "index", copy)
+        breaks(copy / COMMON_BEST)
+        broken = TantivyIndex.open(copy)
+        got = [broken.search(q, 10) for q in queries]
+        assert len(broken._known) == trusted, name
+        assert broken._best(other) == ix._best(other) and ix._field_df(*other) > common_limit(ix.num_docs), name
+        for (p1, s1), (p2, s2) in zip(want, got):
+            assert np.array_equal(p1, p2) and np.array_equal(s1, s2), name
+
+
 def test_an_index_task_gets_a_heap_for_all_of_its_pages_within_bounds():
     from fictionworld.web.shards import INDEX_HEAP_MAX, INDEX_HEAP_MIN, INDEX_HEAP_PER_PAGE, index_heap
 

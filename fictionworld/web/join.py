@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fictionworld.web.arrow import int64_array, read_arrow
-from fictionworld.web.index import PID_RUNS, join_pid_runs, order_segments
+from fictionworld.web.index import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import (
@@ -93,13 +93,15 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     manifest = json.loads((graph / "manifest.json").read_text())
     say("joining shards", 1, 3)
     index = build / "index.joined"
-    _join_indexes([build / "index" / f"shard-{s:05d}" for s in range(n_shards)], index)
+    parts = [build / "index" / f"shard-{s:05d}" for s in range(n_shards)]
+    _join_indexes(parts, index)
     say("joining shards", 2, 3)
-    from fictionworld.web.index import TantivyIndex
+    from fictionworld.web.index import TantivyIndex, join_common_terms, write_common_best
 
     joined = TantivyIndex.open(index)
     if joined.num_docs != offset:
         raise WebError(f"{index}: {joined.num_docs} documents for {offset} pages")
+    write_common_best(joined, join_common_terms(parts))  # (every term, where a shard listed none)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("entities.parquet", "facts.parquet"):
         os.replace(graph / name, out / name)
@@ -169,6 +171,9 @@ def _text_codec(files: list[Path]) -> TextCodec:
     return TextCodec.train(texts)
 
 
+_NOT_SEGMENT_FILES = ("meta.json", ".managed.json", PID_RUNS, COMMON_TERMS, COMMON_BEST)  # (joined on their own)
+
+
 def _join_indexes(parts: list[Path], target: Path) -> None:
     """One tantivy index holding every part's segments (same schema; ids already global)."""
     if target.exists():
@@ -179,7 +184,7 @@ def _join_indexes(parts: list[Path], target: Path) -> None:
     for part in parts:
         m = json.loads((part / "meta.json").read_text())
         for f in part.iterdir():
-            if f.name in ("meta.json", ".managed.json", PID_RUNS) or f.name.startswith(".tantivy"):
+            if f.name in _NOT_SEGMENT_FILES or f.name.startswith(".tantivy"):
                 continue
             os.link(f, target / f.name) if _same_fs(f, target) else shutil.copy2(f, target / f.name)
             managed.append(f.name)

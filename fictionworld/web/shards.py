@@ -30,6 +30,7 @@ import pyarrow.ipc as ipc
 
 from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
 from fictionworld.executors import node_name as _node
+from fictionworld.web.index import common_limit
 from fictionworld.web.join import PAGES_DONE, join_pages, join_shards
 from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import RENDERER, Renderer, plain_text
@@ -190,8 +191,11 @@ def index_heap(pages: int, available: int) -> int:
     return int(max(INDEX_HEAP_MIN, min(want, INDEX_HEAP_MAX, INDEX_HEAP_MEMORY_SHARE * available)))
 
 
-def index_shard(pages_file: str, offset: int, index_dir: str, heap: int | None = None) -> tuple[int, str, float]:
-    """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments);
+def index_shard(
+    pages_file: str, offset: int, index_dir: str, heap: int | None = None, terms_above: float = 0.0
+) -> tuple[int, str, float]:
+    """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments),
+    listing its terms on more than ``terms_above`` of them (:data:`~fictionworld.web.index.COMMON_TERMS`);
     ``heap``: the writer's bytes (default :func:`index_heap`)."""
     import psutil
 
@@ -213,7 +217,7 @@ def index_shard(pages_file: str, offset: int, index_dir: str, heap: int | None =
             for batch in batches
             for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist())
         )
-        n = TantivyIndex.build(docs, tmp, heap=heap, first_id=offset).num_docs
+        n = TantivyIndex.build(docs, tmp, heap=heap, first_id=offset, terms_above=terms_above).num_docs
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     return n, _node(), time.process_time() - t
@@ -340,8 +344,11 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
             if s not in counts:
                 return
             if s not in indexed and s not in queued:
+                # A clause common in the whole web is on more than common_limit(pages) / shards
+                # pages of some shard, and the web has at least offset + counts[s] pages.
+                above = common_limit(offset + counts[s]) / len(shards)
                 f = runner.submit(index_shard, str(pages_dir / f"shard-{s:05d}.arrow"), offset,
-                                  str(index_dir / f"shard-{s:05d}"))  # fmt: skip
+                                  str(index_dir / f"shard-{s:05d}"), None, above)  # fmt: skip
                 pending[f] = ("index", s)
                 queued.add(s)
             offset += counts[s]
