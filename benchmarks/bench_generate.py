@@ -80,7 +80,7 @@ n, workers, use_ray, tmp, keep, validate = int(sys.argv[1]), int(sys.argv[2]), s
 from fictionworld.spec import default_spec
 from fictionworld.web.shards import build_world
 me = psutil.Process()
-peak = {"total": 0, "pss": 0, "per_process": 0, "processes": 0}
+peak = {"total": 0, "pss": 0, "per_process": 0, "processes": 0, "anon": 0, "per_process_anon": 0, "at_peak": []}
 stop = threading.Event()
 def sample():
     # RSS every 0.5 s (/proc/PID/statm: cheap); PSS every 5 s (smaps_rollup walks every mapped
@@ -88,7 +88,7 @@ def sample():
     k = 0
     while not stop.is_set():
         procs = [me] + me.children(recursive=True)
-        rss, pss = [], []
+        rss, pss, anon, who = [], [], [], []
         for p in procs:
             try:
                 if k % 10 == 0:
@@ -97,8 +97,16 @@ def sample():
                 else:
                     m = p.memory_info()
                 rss.append(m.rss)
+                # resident less file-backed and shared pages (statm): what the process holds
+                # itself, where the rest is mapped files the kernel may drop and read again
+                anon.append(m.rss - m.shared)
+                who.append((p.pid, round(m.rss / 2**30, 2), round((m.rss - m.shared) / 2**30, 2)))
             except psutil.Error:
                 pass
+        if sum(rss) > peak["total"]:
+            peak["at_peak"] = sorted(who, key=lambda x: -x[1])[:5]  # (pid, RSS GiB, anonymous GiB)
+        peak["anon"] = max(peak["anon"], sum(anon))
+        peak["per_process_anon"] = max(peak["per_process_anon"], max(anon, default=0))
         peak["total"] = max(peak["total"], sum(rss))
         peak["pss"] = max(peak["pss"], sum(pss))
         peak["per_process"] = max(peak["per_process"], max(rss))
@@ -177,6 +185,9 @@ def full(args) -> None:
                   f"{p['total'] / 2**30:.2f} GiB (sum of RSS: shared pages counted in each), "
                   f"{p['pss'] / 2**30:.2f} GiB (sum of PSS, read every 5 s: shared pages split between their processes); "
                   f"the sampler took {p.get('monitor_cpu_s', 0):.1f} CPU s")  # fmt: skip
+            if "anon" in p:
+                print(f"    of it anonymous (RSS less file-backed and shared pages): one process {p['per_process_anon'] / 2**30:.2f} GiB, "
+                      f"all together {p['anon'] / 2**30:.2f} GiB; at the RSS peak (pid, RSS, anonymous GiB): {p['at_peak']}")  # fmt: skip
             print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity")
         if len(by_workers) > 1:
             ws = sorted(by_workers)

@@ -91,7 +91,7 @@ COMMON_BEST = "common-best.json"
 # A shard's terms on enough of its pages to be common in the whole index (pigeonhole: a clause
 # on more than L pages of S shards is on more than L / S pages of one), joined into COMMON_BEST.
 COMMON_TERMS = "common-terms.json"
-_TERMS_CAP = 50_000  # the most frequent terms a shard lists per field (a term left out is scanned at search time)
+_TERMS_CAP = 50_000  # the most frequent terms listed per field (one left out is scanned at search time)
 
 
 class SearchBackend(Protocol):
@@ -264,8 +264,8 @@ class TantivyIndex:
         "film", "founded"; at 10M entities, of a first name) would cost most of the time. So
         the pages holding a rarer clause are ranked first, their common clauses added to their
         score. A page with common clauses only scores at most the sum of those clauses' best
-        scores (written by the build, :data:`COMMON_BEST`; else found once per clause and cached): when the n-th page already beats that bound,
-        the answer is final. Else the pages with common clauses only are ranked too, by a plain
+        scores (written by the build, :data:`COMMON_BEST`; else found once per clause and
+        cached): when the n-th page already beats that bound, the answer is final. Else the pages with common clauses only are ranked too, by a plain
         union that tantivy prunes by block, and the two lists are merged. The result is the
         exact top ``n`` of the whole query (``tests/test_web_search.py`` compares it with one
         unpruned query): a page scores (rare clauses) + (common clauses) either way, and each
