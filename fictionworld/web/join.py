@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fictionworld.web.arrow import int64_array, read_arrow
-from fictionworld.web.index import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments
+from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import (

@@ -31,6 +31,7 @@ import pyarrow.ipc as ipc
 from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks, die_with_parent
 from fictionworld.executors import node_name as _node
 from fictionworld.web.index import common_limit
+from fictionworld.web.index_files import write_json
 from fictionworld.web.join import PAGES_DONE, join_pages, join_shards
 from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import RENDERER, Renderer, plain_text
@@ -303,7 +304,7 @@ def build_world(
     if plan is None:
         blocks = RenderStore.open(store).blocks
         plan = {**want, "blocks": blocks, "shards": plan_shards(blocks, shards or 4 * workers)}
-        _write_json(plan_file, plan)
+        write_json(plan_file, plan)
     times["graph_s"] = time.perf_counter() - t
 
     result = _run(runner, plan, build, graph, validate, say, times)
@@ -397,7 +398,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                             times[f"{stage}_cpu_s"] = times.get(f"{stage}_cpu_s", 0.0) + cpu
                         if kind == "render":
                             counts[s] = value
-                            _write_json(counts_file, counts)
+                            write_json(counts_file, counts)
                             queue_indexes(pending, queued)
                         elif kind == "index":
                             indexed.add(s)
@@ -407,7 +408,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                                 pending[runner.submit(*job)] = ("check", key)
                             if checks.violations is not None:
                                 violations = [v.model_dump(mode="json") for v in checks.violations]
-                                _write_json(checks_file, violations)
+                                write_json(checks_file, violations)
                         done = len(counts) + len(indexed) + (1 if violations is not None else 0)
                         say("rendering and indexing", done, total)
                         page_join.start_when_ready(len(counts) == len(shards))
@@ -459,9 +460,3 @@ class _PageJoin:
     def close(self) -> None:
         if self.thread is not None:
             self.thread.shutdown(wait=True)  # (a join still running when the build fails ends, sealed)
-
-
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj))
-    os.replace(tmp, path)
