@@ -137,3 +137,91 @@ def test_batch_blocks_of_anything_else_is_empty_never_an_error(tmp_path):
         blocks = batch_blocks(bytes(broken))
         assert all(0 <= o and 0 <= m and 0 <= b and o + m + b <= len(broken) for o, m, b in blocks)
     assert batch_blocks(b"") == batch_blocks(b"ARROW1") == batch_blocks(b"x" * 100) == []
+
+
+def _write_chunks(path: Path, type_, chunks: list[list]) -> None:
+    schema = pa.schema([("v", type_), ("n", pa.int32())])
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, schema) as writer:
+        for values in chunks:
+            writer.write_batch(pa.record_batch([pa.array(values, type_), pa.array(range(len(values)), pa.int32())], schema=schema))  # fmt: skip
+
+
+@pytest.mark.parametrize("type_", [pa.string(), pa.large_string(), pa.binary(), pa.large_binary()])
+def test_take_reads_the_rows_arrow_takes(tmp_path, type_):
+    """``MappedArrow.take`` (rows read from the file, not through the mapping) gives what
+    ``ChunkedArray.take`` gives: empty values, non-ASCII text, empty record batches, rows at
+    both ends of every batch, none at all."""
+    rng = np.random.default_rng(3)
+    strings = pa.types.is_string(type_) or pa.types.is_large_string(type_)
+
+    def value(i: int):
+        text = "" if i % 7 == 0 else f"página {i} " + "ü€" * int(rng.integers(0, 40))
+        return text if strings else text.encode()
+
+    sizes = [5, 0, 1, 300, 2, 0, 57]
+    chunks, at = [], 0
+    for n in sizes:
+        chunks.append([value(at + i) for i in range(n)])
+        at += n
+    path = tmp_path / "v.arrow"
+    _write_chunks(path, type_, chunks)
+    mapped = MappedArrow(path, "random")
+    column = mapped.table.column("v")
+    ends = np.cumsum(sizes)
+    picks = [
+        np.arange(at),
+        np.unique(np.concatenate([ends[ends > 0] - 1, (ends - np.array(sizes))[np.array(sizes) > 0]])),
+        np.sort(rng.choice(at, 40, replace=False)),
+        np.array([], np.int64),
+        np.array([at - 1]),
+    ]
+    for rows in picks:
+        got = mapped.take("v", rows)
+        assert got.type == type_
+        assert got.equals(column.take(pa.array(rows, pa.int64())).combine_chunks())
+
+
+def test_take_refuses_what_it_cannot_read(tmp_path):
+    path = tmp_path / "v.arrow"
+    _write_chunks(path, pa.string(), [["a", "b"], ["c"]])
+    mapped = MappedArrow(path, "random")
+    for rows in ([2, 1], [-1], [3], [0, 5]):
+        with pytest.raises(IndexError, match="sorted and within"):
+            mapped.take("v", rows)
+    with pytest.raises(ValueError, match="string or binary"):
+        mapped.take("n", [0])
+    _write_chunks(path, pa.string(), [["a", None]])
+    with pytest.raises(ValueError, match="without nulls"):
+        MappedArrow(path, "random").take("v", [0])
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads the kernel's resident pages in /proc/self/smaps"
+)
+def test_take_leaves_the_file_unmapped_where_arrow_maps_it(tmp_path):
+    """A sample of rows of a file the page cache holds: ``ChunkedArray.take`` brings most of
+    the file into the process (it joins the chunks first); ``take`` brings in none of it."""
+    path = (tmp_path / "big.arrow").resolve()
+    rng = np.random.default_rng(0)
+    words = np.array([f"w{i}" for i in range(1000)])
+    chunks = [[" ".join(rng.choice(words, 400)) for _ in range(1000)] for _ in range(16)]  # ~30 MB
+    _write_chunks(path, pa.large_string(), chunks)
+    size = path.stat().st_size
+
+    def resident() -> int:  # kB of this file mapped into the process
+        total, current = 0, None
+        for line in Path("/proc/self/smaps").read_text().splitlines():
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                parts = line.split(maxsplit=5)
+                current = parts[5] if len(parts) > 5 else ""
+            elif line.startswith("Rss:") and current == str(path):
+                total += int(line.split()[1])
+        return total * 1024
+
+    rows = np.linspace(0, 16_000 - 1, 200).astype(np.int64)
+    mapped = MappedArrow(path, "normal")
+    ours = mapped.take("v", rows)
+    assert resident() < 0.05 * size
+    theirs = mapped.table.column("v").take(pa.array(rows))
+    assert resident() > 0.5 * size  # (the way it was read before: this test can tell them apart)
+    assert ours.equals(theirs.combine_chunks())

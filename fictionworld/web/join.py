@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.web.arrow import int64_array, read_arrow
+from fictionworld.web.arrow import MappedArrow
 from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
@@ -43,6 +43,7 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 PAGES_DONE = "pages.json"  # in the build directory: the page half of the join is finished
+_KEYS = ["url", "kind", "title", "layer"]  # the columns of every shard that the join reads at once
 
 
 def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
@@ -54,9 +55,11 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     if done_file.exists():
         return json.loads(done_file.read_text())
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in range(n_shards)]
-    # URL clashes and directory titles need three columns of every shard (memory-mapped: only
-    # their pages are read); the pages themselves then pass through one shard at a time
-    cols = [read_arrow(f).select(["url", "kind", "title", "layer"]) for f in files]
+    # URL clashes, page codes and directory titles need four columns of every shard, mapped
+    # for random reads with those columns asked for whole: left to read ahead, each fault
+    # mapped the text around it too (at 10M, 12.1 GiB resident for these ~2.5 GiB); the
+    # pages themselves then pass through a record batch at a time
+    cols = [MappedArrow(f, "random", will_need=_KEYS).table.select(_KEYS) for f in files]
     urls, kinds, titles, layers = (
         pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(4)
     )
@@ -128,32 +131,29 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
 def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> int:
     """Stream the shard files into one page file of exactly PAGE_BATCH rows per record batch
     (the same bytes whatever the shards), with the renamed URLs and each page's text
-    compressed (:mod:`~fictionworld.web.pagetext`); each shard is mapped only while it is
-    copied, and only a batch at a time is held in memory. Returns the page count."""
+    compressed (:mod:`~fictionworld.web.pagetext`). The shards are read, not mapped, a record
+    batch at a time (a mapping's pages would stay in the process until it let the shard go:
+    a few GiB per shard at 10M); returns the page count."""
     offset = 0
-    carry: pa.Table | None = None  # the last rows of a shard, copied, waiting for the next
+    carry: pa.Table | None = None  # rows waiting for the next batch to fill a PAGE_BATCH
     codec = _text_codec(files)
     threads = min(4, len(os.sched_getaffinity(0)))  # (the frames do not depend on it)
     with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, stored_schema(PAGE_SCHEMA, codec)) as writer:
         put = lambda batch: writer.write_table(compress_text(batch, codec, threads))  # noqa: E731
         for f in files:
-            t = with_urls(read_arrow(f), renamed, offset)
-            offset += t.num_rows
-            at = 0
-            if carry is not None:
-                at = min(PAGE_BATCH - carry.num_rows, t.num_rows)
-                carry = pa.concat_tables([carry, t.slice(0, at)]).combine_chunks()
-                if carry.num_rows == PAGE_BATCH:
-                    put(carry)
-                    carry = None
-            while t.num_rows - at >= PAGE_BATCH:
-                put(t.slice(at, PAGE_BATCH).combine_chunks())
-                at += PAGE_BATCH
-            if at < t.num_rows:  # copied (take), so that no slice keeps this shard mapped
-                carry = t.slice(at).take(pa.array(np.arange(t.num_rows - at)))
-            del t
+            with pa.OSFile(str(f)) as source:
+                reader = ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    t = with_urls(pa.Table.from_batches([reader.get_batch(i)]), renamed, offset)
+                    offset += t.num_rows
+                    t = t if carry is None else pa.concat_tables([carry, t])
+                    at = 0
+                    while t.num_rows - at >= PAGE_BATCH:
+                        put(t.slice(at, PAGE_BATCH).combine_chunks())
+                        at += PAGE_BATCH
+                    carry = t.slice(at) if at < t.num_rows else None
         if carry is not None:
-            put(carry)
+            put(carry.combine_chunks())
     return offset
 
 
@@ -161,13 +161,12 @@ def _text_codec(files: list[Path]) -> TextCodec:
     """The page-text dictionary of the pages the shard files hold, in order: trained on the
     :func:`~fictionworld.web.pagetext.sample_rows` of them all, as :meth:`PageTable.save`
     trains it (so the dictionary does not depend on the shards)."""
-    columns = [read_arrow(f).column("text") for f in files]  # (memory-mapped)
-    counts = [len(c) for c in columns]
+    maps = [MappedArrow(f, "random") for f in files]  # (only the samples' pages are read)
+    counts = [m.table.num_rows for m in maps]
     rows = sample_rows(sum(counts))
     texts: list[str] = []
-    for column, lo, n in zip(columns, np.cumsum([0, *counts]).tolist(), counts):
-        local = rows[(rows >= lo) & (rows < lo + n)] - lo
-        texts += column.take(int64_array(local)).to_pylist()
+    for m, lo, n in zip(maps, np.cumsum([0, *counts]).tolist(), counts):
+        texts += m.take("text", rows[(rows >= lo) & (rows < lo + n)] - lo).to_pylist()
     return TextCodec.train(texts)
 
 
