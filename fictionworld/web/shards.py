@@ -207,11 +207,16 @@ def index_shard(
     # worker renders again next, and its store is memory-mapped)
     final = Path(index_dir)
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
-    with pa.memory_map(pages_file, "r") as source:
-        reader = ipc.open_file(source)
+    # The shard is read (not mapped) a record batch at a time, only the two columns indexed: a
+    # mapping keeps every page it read in the process until it is let go (at 10M, 4 GiB of
+    # file-backed RSS per worker by the end of a shard)
+    with pa.OSFile(pages_file, "r") as source:
+        columns = ipc.open_file(source).schema.get_field_index
         if heap is None:
-            pages = sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
+            titles = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[columns("title")]))
+            pages = sum(titles.get_batch(i).num_rows for i in range(titles.num_record_batches))
             heap = index_heap(pages, psutil.virtual_memory().available)
+        reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[columns("title"), columns("text")]))
         batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
         docs = (
             (title, plain_text(text))
