@@ -32,6 +32,18 @@ def _vm_flags(path: Path) -> list[set[str]]:
     return out
 
 
+def _resident(path: Path) -> int:
+    """Bytes of ``path`` mapped into this process (Linux /proc/self/smaps)."""
+    total, current = 0, None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            parts = line.split(maxsplit=5)
+            current = parts[5] if len(parts) > 5 else ""
+        elif line.startswith("Rss:") and current == str(path):
+            total += int(line.split()[1])
+    return total * 1024
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's flags in /proc/self/smaps")
 def test_pages_are_mapped_for_random_reads_and_scanned_with_read_ahead(saved_world):
     path = (saved_world / "pages.arrow").resolve()
@@ -208,20 +220,26 @@ def test_take_leaves_the_file_unmapped_where_arrow_maps_it(tmp_path):
     _write_chunks(path, pa.large_string(), chunks)
     size = path.stat().st_size
 
-    def resident() -> int:  # kB of this file mapped into the process
-        total, current = 0, None
-        for line in Path("/proc/self/smaps").read_text().splitlines():
-            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
-                parts = line.split(maxsplit=5)
-                current = parts[5] if len(parts) > 5 else ""
-            elif line.startswith("Rss:") and current == str(path):
-                total += int(line.split()[1])
-        return total * 1024
-
     rows = np.linspace(0, 16_000 - 1, 200).astype(np.int64)
     mapped = MappedArrow(path, "normal")
     ours = mapped.take("v", rows)
-    assert resident() < 0.05 * size
+    assert _resident(path) < 0.05 * size
     theirs = mapped.table.column("v").take(pa.array(rows))
-    assert resident() > 0.5 * size  # (the way it was read before: this test can tell them apart)
+    assert _resident(path) > 0.5 * size  # (the way it was read before: this test can tell them apart)
     assert ours.equals(theirs.combine_chunks())
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads the kernel's resident pages in /proc/self/smaps"
+)
+def test_release_unmaps_what_was_read_and_the_table_reads_the_same_after(tmp_path):
+    path = (tmp_path / "big.arrow").resolve()
+    chunks = [[f"row {i} " * 50 for i in range(j * 1000, (j + 1) * 1000)] for j in range(16)]  # ~6 MB
+    _write_chunks(path, pa.string(), chunks)
+    mapped = MappedArrow(path, "normal")
+    before = mapped.table.column("v").to_pylist()  # every page read
+    assert _resident(path) > 0.5 * path.stat().st_size
+    assert mapped.release()
+    assert _resident(path) < 0.05 * path.stat().st_size
+    assert mapped.table.column("v").to_pylist() == before  # read again, through the same mapping
+    assert _resident(path) > 0.5 * path.stat().st_size

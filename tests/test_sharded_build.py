@@ -374,6 +374,50 @@ def test_a_render_store_on_disk_renders_what_one_in_memory_does(tmp_path):
         RenderStore.open(tmp_path / "store")
 
 
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads the kernel's resident pages in /proc/self/smaps"
+)
+def test_a_worker_keeps_its_renderer_but_not_the_store_pages_a_shard_read(tmp_path):
+    """A worker's renderer outlives its render tasks; the store pages a task read are let go
+    when it ends (they added up to the whole store in every worker), and the next task, reading
+    them again through the same mapping, renders the same pages."""
+    import re
+
+    from fictionworld.web import shards
+    from fictionworld.web.store import write_store
+    from generators import generate_world
+
+    def resident() -> int:  # store bytes mapped into this process
+        total, current = 0, None
+        for line in Path("/proc/self/smaps").read_text().splitlines():
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                parts = line.split(maxsplit=5)
+                current = parts[5] if len(parts) > 5 else ""
+            elif line.startswith("Rss:") and current.startswith(str(store.resolve())):
+                total += int(line.split()[1])
+        return total * 1024
+
+    world = generate_world(small_spec(1500, block=100), 4)
+    store = tmp_path / "store"
+    write_store(world, store)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shards._RENDERERS.clear()
+    try:
+        renderer = shards._renderer(str(store))
+        first = renderer.render_block(1)
+        assert resident() > 0  # (what a task leaves behind without the release)
+        n, _, _ = shards.render_shard(str(store), 0, (0, 3), str(tmp_path / "a"))
+        assert shards._renderer(str(store)) is renderer and resident() == 0
+        shards.render_shard(str(store), 0, (0, 3), str(tmp_path / "b"))
+        assert (tmp_path / "a" / "shard-00000.arrow").read_bytes() == (
+            tmp_path / "b" / "shard-00000.arrow"
+        ).read_bytes()
+        assert renderer.render_block(1).equals(first) and n > first.num_rows
+    finally:
+        shards._RENDERERS.clear()
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path, monkeypatch, seed):
     """Shards of any sizes and record batches (empty ones included) join into batches of

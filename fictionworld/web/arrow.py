@@ -205,6 +205,16 @@ class MappedArrow:
         self._map.madvise(flag)
         return True
 
+    def release(self) -> bool:
+        """Unmap the pages this process has read (MADV_DONTNEED: a read-only mapping of a file
+        loses nothing; they stay in the page cache and are mapped again when read), so that they
+        no longer count in its RSS; whether it could be done."""
+        flag = self._flag("MADV_DONTNEED")
+        if flag is None:
+            return False
+        self._map.madvise(flag)
+        return True
+
     @contextmanager
     def scanning(self) -> Iterator[None]:
         """Read ahead while the block runs (a caller reading every page in order), then back

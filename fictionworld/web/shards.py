@@ -166,11 +166,14 @@ def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str
     final = Path(pages_dir) / f"shard-{shard:05d}.arrow"
     tmp = final.with_suffix(f".tmp{os.getpid()}")
     n = 0
-    with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
-        for b in range(*blocks):
-            batch = r.render_block(b)
-            writer.write_batch(batch)
-            n += batch.num_rows
+    try:
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
+            for b in range(*blocks):
+                batch = r.render_block(b)
+                writer.write_batch(batch)
+                n += batch.num_rows
+    finally:
+        r.store.release()  # (the worker keeps the renderer for its next shard, not the pages read)
     os.replace(tmp, final)
     return n, _node(), time.process_time() - t
 
