@@ -55,10 +55,9 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     if done_file.exists():
         return json.loads(done_file.read_text())
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in range(n_shards)]
-    # URL clashes, page codes and directory titles need four columns of every shard, mapped
-    # for random reads with those columns asked for whole: left to read ahead, each fault
-    # mapped the text around it too (at 10M, 12.1 GiB resident for these ~2.5 GiB); the
-    # pages themselves then pass through a record batch at a time
+    # URL clashes, page codes and directory titles need four columns of every shard (2.6 GB at
+    # 10M): mapped for random reads, those columns asked for whole, so that no more of the
+    # shards than them is read or kept mapped; the pages then pass through a batch at a time
     cols = [MappedArrow(f, "random", will_need=_KEYS).table.select(_KEYS) for f in files]
     urls, kinds, titles, layers = (
         pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(4)

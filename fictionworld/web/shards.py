@@ -211,8 +211,8 @@ def index_shard(
     final = Path(index_dir)
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
     # The shard is read (not mapped) a record batch at a time, only the two columns indexed: a
-    # mapping keeps every page it read in the process until it is let go (at 10M, 4 GiB of
-    # file-backed RSS per worker by the end of a shard)
+    # mapping keeps every page it read in the process's RSS until it is let go (a shard's file
+    # is 2.3 GiB at 10M)
     with pa.OSFile(pages_file, "r") as source:
         columns = ipc.open_file(source).schema.get_field_index
         if heap is None:
