@@ -1,10 +1,14 @@
-"""What the sharded-build tests share: a small world spec in many blocks, its seed and queries."""
+"""What the sharded-build tests share: a small world spec in many blocks, its seed and queries;
+and how many bytes of a file (or of the files under a directory) are mapped into this process."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from fictionworld.spec import default_spec
 
-__all__ = ["QUERIES", "SEED", "small_spec"]
+__all__ = ["QUERIES", "SEED", "resident_bytes", "small_spec"]
 
 SEED = 4  # a world with URL clashes: the join renames pages and orders the new URLs
 QUERIES = ("festival", "river city", "people born in", "Films released in 1998", "company founded", "award 2004")
@@ -16,3 +20,17 @@ def small_spec(entities: int = 3000, block: int = 128, generation_block: int = 2
     return spec.model_copy(
         update={"web": spec.web.model_copy(update={"block": block}), "generation_block": generation_block}
     )
+
+
+def resident_bytes(path: Path) -> int:
+    """Bytes of ``path``, or of the files under it, mapped into this process and resident
+    (Linux ``/proc/self/smaps``)."""
+    path = Path(path).resolve()
+    total, current = 0, ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            parts = line.split(maxsplit=5)
+            current = parts[5] if len(parts) > 5 else ""
+        elif line.startswith("Rss:") and (current == str(path) or current.startswith(f"{path}/")):
+            total += int(line.split()[1])
+    return total * 1024

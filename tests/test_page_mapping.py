@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from build_helpers import resident_bytes
 
 import fictionworld as fw
 from fictionworld.web import Web
@@ -30,18 +31,6 @@ def _vm_flags(path: Path) -> list[set[str]]:
         elif line.startswith("VmFlags:") and current == str(path):
             out.append(set(line.split()[1:]))
     return out
-
-
-def _resident(path: Path) -> int:
-    """Bytes of ``path`` mapped into this process (Linux /proc/self/smaps)."""
-    total, current = 0, None
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
-            parts = line.split(maxsplit=5)
-            current = parts[5] if len(parts) > 5 else ""
-        elif line.startswith("Rss:") and current == str(path):
-            total += int(line.split()[1])
-    return total * 1024
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's flags in /proc/self/smaps")
@@ -224,10 +213,10 @@ def test_take_leaves_the_file_unmapped_where_arrow_maps_it(tmp_path):
     rows = np.linspace(0, 16_000 - 1, 200).astype(np.int64)
     mapped = MappedArrow(path, "normal")
     ours = mapped.take("v", rows)
-    assert _resident(path) < 0.05 * size
+    assert resident_bytes(path) < 0.05 * size
     assert ours.equals(mapped.table.column("v").take(pa.array(rows)).combine_chunks())
     assert sum(len(v) for v in mapped.table.column("v").to_pylist()) > 0  # every row read through the mapping
-    assert _resident(path) > 0.5 * size  # (so this test sees pages read through the mapping)
+    assert resident_bytes(path) > 0.5 * size  # (so this test sees pages read through the mapping)
 
 
 @pytest.mark.skipif(
@@ -239,8 +228,8 @@ def test_release_unmaps_what_was_read_and_the_table_reads_the_same_after(tmp_pat
     _write_chunks(path, pa.string(), chunks)
     mapped = MappedArrow(path, "normal")
     before = mapped.table.column("v").to_pylist()  # every page read
-    assert _resident(path) > 0.5 * path.stat().st_size
+    assert resident_bytes(path) > 0.5 * path.stat().st_size
     assert mapped.release()
-    assert _resident(path) < 0.05 * path.stat().st_size
+    assert resident_bytes(path) < 0.05 * path.stat().st_size
     assert mapped.table.column("v").to_pylist() == before  # read again, through the same mapping
-    assert _resident(path) > 0.5 * path.stat().st_size
+    assert resident_bytes(path) > 0.5 * path.stat().st_size

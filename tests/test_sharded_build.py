@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from build_helpers import QUERIES, SEED, small_spec
+from build_helpers import QUERIES, SEED, resident_bytes, small_spec
 
 import fictionworld as fw
 from fictionworld.web.pages import url_order
@@ -381,21 +381,9 @@ def test_a_worker_keeps_its_renderer_but_not_the_store_pages_a_shard_read(tmp_pa
     """A worker's renderer outlives its render tasks; the store pages a task read are let go
     when it ends (they added up to the whole store in every worker), and the next task, reading
     them again through the same mapping, renders the same pages."""
-    import re
-
     from fictionworld.web import shards
     from fictionworld.web.store import write_store
     from generators import generate_world
-
-    def resident() -> int:  # store bytes mapped into this process
-        total, current = 0, None
-        for line in Path("/proc/self/smaps").read_text().splitlines():
-            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
-                parts = line.split(maxsplit=5)
-                current = parts[5] if len(parts) > 5 else ""
-            elif line.startswith("Rss:") and current.startswith(str(store.resolve())):
-                total += int(line.split()[1])
-        return total * 1024
 
     world = generate_world(small_spec(1500, block=100), 4)
     store = tmp_path / "store"
@@ -406,9 +394,9 @@ def test_a_worker_keeps_its_renderer_but_not_the_store_pages_a_shard_read(tmp_pa
     try:
         renderer = shards._renderer(str(store))
         first = renderer.render_block(1)
-        assert resident() > 0  # (what a task leaves behind without the release)
+        assert resident_bytes(store) > 0  # (what a task leaves behind without the release)
         n, _, _ = shards.render_shard(str(store), 0, (0, 3), str(tmp_path / "a"))
-        assert shards._renderer(str(store)) is renderer and resident() == 0
+        assert shards._renderer(str(store)) is renderer and resident_bytes(store) == 0
         shards.render_shard(str(store), 0, (0, 3), str(tmp_path / "b"))
         assert (tmp_path / "a" / "shard-00000.arrow").read_bytes() == (
             tmp_path / "b" / "shard-00000.arrow"
