@@ -7,6 +7,7 @@ and reports any problem as one :class:`WorldFormatError` line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from fictionworld.dates import NA_DATE
 from fictionworld.reading import WorldFormatError, lazy_tables, read_table, read_tables, unreadable
 from fictionworld.schema import PREDICATES
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import NA_INT, TYPE_NAMES
+from fictionworld.tables import NA_INT, TYPE_NAMES, FactTable
 from fictionworld.world import FORMAT, UNITS, World
 
 __all__ = ["WorldFormatError", "save_world", "load_world", "read_manifest", "file_digests"]
@@ -63,7 +64,12 @@ def _dict_array(codes: np.ndarray, values: list[str], index_type=pa.int32()) -> 
 
 def _entity_table(world: World) -> pa.Table:
     e = world.entities
-    cultures = sorted(set(e.culture.tolist()))
+    return entity_rows_table(e, sorted(set(e.culture.tolist())))
+
+
+def entity_rows_table(e, cultures: list[str]) -> pa.Table:
+    """Rows of ``entities.parquet`` for the entity table ``e`` (the whole world's, or a run of
+    it), its culture column coded over ``cultures`` (the whole world's, sorted)."""
     code = {c: i for i, c in enumerate(cultures)}
     return pa.Table.from_arrays(
         [
@@ -78,40 +84,54 @@ def _entity_table(world: World) -> pa.Table:
     )
 
 
+ENTITY_ROW_GROUP = 1 << 20  # (Parquet's default)
 FACT_ROW_GROUP = 1 << 20
+FACT_SLICE = 4 * FACT_ROW_GROUP  # rows per Arrow table written (a few row groups each)
 
 
-def _fact_tables(world: World, rows: int = 4 * FACT_ROW_GROUP):
+def _fact_tables(world: World, rows: int = FACT_SLICE):
     """The facts as Arrow tables of ``rows`` rows each (a multiple of the row group), so that
     writing a world of any size holds one slice in Arrow at a time."""
     f = world.facts
     ids = pa.array(world.entities.ids.tolist(), pa.string())
-    units = sorted({u for u in UNITS.values() if u})
-    unit_code = np.array([units.index(UNITS[p]) if UNITS.get(p) else -1 for p in PREDICATES], np.int32)
-    sources = pa.array(list(f.sources) or [""], pa.string())
     for lo in range(0, max(len(f), 1), rows):
         sl = slice(lo, lo + rows)
-        uc, obj = unit_code[f.predicate[sl]], f.object[sl]
-        yield pa.Table.from_arrays(
-            [
-                pa.array(f.id[sl], pa.int64()),
-                _used_ids(f.subject[sl], ids),
-                _dict_array(f.predicate[sl].astype(np.int16), list(PREDICATES), pa.int16()),
-                _used_ids(obj, ids),
-                pa.array(f.v_int[sl], pa.int64(), mask=f.v_int[sl] == NA_INT),
-                pa.array(f.v_float[sl], pa.float64(), mask=np.isnan(f.v_float[sl])),
-                pa.array(f.v_date[sl], pa.date32(), mask=f.v_date[sl] == NA_DATE),
-                pa.array(f.v_text[sl].tolist(), pa.string()),
-                pa.DictionaryArray.from_arrays(pa.array(uc, pa.int32(), mask=uc < 0), pa.array(units, pa.string())),
-                pa.array(f.start[sl], pa.date32(), mask=f.start[sl] == NA_DATE),
-                pa.array(f.end[sl], pa.date32(), mask=f.end[sl] == NA_DATE),
-                pa.DictionaryArray.from_arrays(pa.array(f.source[sl].astype(np.int16), pa.int16()), sources),
-            ],
-            names=list(FACT_COLUMNS),
-        )
+        part = FactTable(**{c: getattr(f, c)[sl] for c in _FACT_FIELDS}, sources=f.sources)
+        yield fact_rows_table(part, ids.take, f.sources)
 
 
-def _used_ids(rows: np.ndarray, ids: pa.Array) -> pa.DictionaryArray:
+_FACT_FIELDS = [c.name for c in dataclasses.fields(FactTable) if c.name != "sources"]
+_UNITS = sorted({u for u in UNITS.values() if u})
+_UNIT_CODE = np.array([_UNITS.index(UNITS[p]) if UNITS.get(p) else -1 for p in PREDICATES], np.int32)
+
+
+def fact_rows_table(f, ids_of, sources) -> pa.Table:
+    """Rows of ``facts.parquet`` for the fact table ``f`` (the world's, or a run of it);
+    ``ids_of(rows)``: the entity ids of ascending entity rows (an Arrow array), as an Arrow
+    string array; ``sources``: the world's source names, which ``f.source`` codes."""
+    uc, obj = _UNIT_CODE[f.predicate], f.object
+    return pa.Table.from_arrays(
+        [
+            pa.array(f.id, pa.int64()),
+            _used_ids(f.subject, ids_of),
+            _dict_array(f.predicate.astype(np.int16), list(PREDICATES), pa.int16()),
+            _used_ids(obj, ids_of),
+            pa.array(f.v_int, pa.int64(), mask=f.v_int == NA_INT),
+            pa.array(f.v_float, pa.float64(), mask=np.isnan(f.v_float)),
+            pa.array(f.v_date, pa.date32(), mask=f.v_date == NA_DATE),
+            pa.array(f.v_text.tolist(), pa.string()),
+            pa.DictionaryArray.from_arrays(pa.array(uc, pa.int32(), mask=uc < 0), pa.array(_UNITS, pa.string())),
+            pa.array(f.start, pa.date32(), mask=f.start == NA_DATE),
+            pa.array(f.end, pa.date32(), mask=f.end == NA_DATE),
+            pa.DictionaryArray.from_arrays(
+                pa.array(f.source.astype(np.int16), pa.int16()), pa.array(list(sources) or [""], pa.string())
+            ),
+        ],
+        names=list(FACT_COLUMNS),
+    )
+
+
+def _used_ids(rows: np.ndarray, ids_of) -> pa.DictionaryArray:
     """Entity ids of ``rows`` (-1: none) as a dictionary column over the ids used in this slice
     only: a dictionary of every id would be written again with each row group."""
     used, codes = np.unique(rows, return_inverse=True)
@@ -119,14 +139,14 @@ def _used_ids(rows: np.ndarray, ids: pa.Array) -> pa.DictionaryArray:
     if len(used) and used[0] < 0:  # -1 sorts first; its code is masked out
         used, codes = used[1:], codes - 1
     return pa.DictionaryArray.from_arrays(
-        pa.array(codes.astype(np.int32), pa.int32(), mask=missing), ids.take(pa.array(used))
+        pa.array(codes.astype(np.int32), pa.int32(), mask=missing), ids_of(pa.array(used))
     )
 
 
 def _write_facts(world: World, path: Path) -> None:
     writer = None
     try:
-        for t in _fact_tables(world):
+        for t in _fact_tables(world, FACT_SLICE):
             if writer is None:
                 writer = pq.ParquetWriter(path, t.schema, compression="zstd")
             writer.write_table(t, row_group_size=FACT_ROW_GROUP)
@@ -151,31 +171,54 @@ def save_world(world: World, path: str | Path, *, overwrite: bool = False, web: 
     path.mkdir(parents=True, exist_ok=True)
     tmp = path / ".writing"
     tmp.mkdir()
-    pq.write_table(_entity_table(world), tmp / "entities.parquet", compression="zstd")
+    pq.write_table(_entity_table(world), tmp / "entities.parquet", compression="zstd", row_group_size=ENTITY_ROW_GROUP)
     _write_facts(world, tmp / "facts.parquet")
     for name in ("entities.parquet", "facts.parquet"):
         os.replace(tmp / name, path / name)
     tmp.rmdir()
     if web:
         world.web.save(path)
+    write_manifest(
+        path,
+        seed=world.seed,
+        spec=world.spec,
+        generators=world.generators,
+        entities=len(world.entities),
+        facts=len(world.facts),
+        by_type=world.counts(),
+        by_predicate=world.predicate_counts(),
+        world_hash=world.world_hash,
+        files=file_digests(path),
+    )
+    return path
+
+
+def write_manifest(
+    path: Path,
+    *,
+    seed: int,
+    spec: WorldSpec,
+    generators: dict,
+    entities: int,
+    facts: int,
+    by_type: dict,
+    by_predicate: dict,
+    world_hash: str,
+    files: dict,
+) -> None:
+    """``path/manifest.json``, written whole (through a temporary file)."""
     manifest = {
         "format": FORMAT,
-        "seed": world.seed,
-        "spec": world.spec.model_dump(mode="json"),
-        "generators": world.generators,
-        "counts": {
-            "entities": len(world.entities),
-            "facts": len(world.facts),
-            "by_type": world.counts(),
-            "by_predicate": world.predicate_counts(),
-        },
-        "world_hash": world.world_hash,
-        "files": file_digests(path),
+        "seed": int(seed),
+        "spec": spec.model_dump(mode="json"),
+        "generators": generators,
+        "counts": {"entities": entities, "facts": facts, "by_type": by_type, "by_predicate": by_predicate},
+        "world_hash": world_hash,
+        "files": files,
         "created_by": _created_by(),
     }
     (path / "manifest.json.tmp").write_text(json.dumps(manifest, indent=2, sort_keys=False))
     os.replace(path / "manifest.json.tmp", path / "manifest.json")
-    return path
 
 
 def _created_by() -> str:

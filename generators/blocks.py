@@ -45,7 +45,7 @@ from generators.base import (
 from generators.flow import Flow
 from generators.naming import name_hashes
 
-__all__ = ["BlockOutput", "run_block", "generate_blocks", "waves", "MAX_NAME_ROUNDS"]
+__all__ = ["BlockOutput", "run_block", "run_blocks", "generate_blocks", "waves", "MAX_NAME_ROUNDS"]
 
 MAX_NAME_ROUNDS = 12  # rounds of re-drawing names shared across blocks before giving up
 
@@ -62,11 +62,20 @@ class BlockOutput:
 
 
 def run_block(
-    spec: dict | WorldSpec, seed: int, gen_id: str, phase: str, block: Block | None, flow: dict, reopen: dict
+    spec: dict | WorldSpec,
+    seed: int,
+    gen_id: str,
+    phase: str,
+    block: Block | None,
+    flow: dict,
+    reopen: dict,
+    spool: str | None = None,
 ) -> BlockOutput:
     """One task: generator ``gen_id``'s ``phase`` ("main", or "people" for its per-person
     relations) for ``block`` (None: whole), reading the hand-offs ``flow`` (slot -> value or
-    shared handle) and re-drawing the names ``reopen`` lists (see :meth:`GenContext.unique`)."""
+    shared handle) and re-drawing the names ``reopen`` lists (see :meth:`GenContext.unique`).
+    With ``spool`` (a directory), its types' data and its facts go to a file there, and the
+    output holds where to read them (:mod:`generators.streamed`) instead of the data."""
     from fictionworld.executors import fetch
 
     spec = spec if isinstance(spec, WorldSpec) else WorldSpec.model_validate(spec)
@@ -85,6 +94,12 @@ def run_block(
         counted = (d.namesake_group < 0) | (d.namesake_group == np.arange(d.start, d.start + d.n))
         hashes[block.type] = (name_hashes(d.names.tolist()), counted)
     records = [(call, rel, after, src, f) for (call, rel, after, src), f in zip(ctx._records, ctx._facts)]
+    if spool is not None:
+        from generators.streamed import spool_block
+
+        rounds = sum(len(r) for r in reopen.values())
+        name = f"{gen_id}.{phase}.{'whole' if block is None else block.index}.{rounds}"
+        types, records = spool_block(spool, name, types, records)
     return BlockOutput(types=types, facts=records, flow=new_flow, hashes=hashes)
 
 
@@ -99,6 +114,18 @@ def generate_blocks(
 ) -> tuple[EntityTable, FactTable, list[WorldGenerator]]:
     """The world's entities and facts, made by block tasks (``tasks``: an executor with
     ``submit``/``result``/``share`` (fictionworld/executors.py), or None to run them here)."""
+    steps, main, people = run_blocks(spec, seed, tasks, progress)
+    if progress:
+        progress("assemble")
+    return (*_assemble(spec, seed, steps, main, people), steps)
+
+
+def run_blocks(
+    spec: WorldSpec, seed: int, tasks=None, progress: Callable[[str], None] | None = None, spool: str | None = None
+) -> tuple[list[WorldGenerator], dict[str, list[BlockOutput]], dict[str, list[BlockOutput]]]:
+    """Every block task, round by round: (the generators in causal order, their main tasks'
+    outputs, their per-person tasks' outputs), each output list in block order. With
+    ``spool``, the outputs point into files there (see :func:`run_block`)."""
     from fictionworld.executors import LocalTasks
     from generators import plan
 
@@ -115,7 +142,7 @@ def generate_blocks(
     for wave in waves(steps, counts):
         if progress:
             progress(", ".join(g.id for g in wave))
-        calls = {g.id: _calls(spec_json, seed, g, "main", _main_blocks(g, counts, size), shared) for g in wave}
+        calls = {g.id: _calls(spec_json, seed, g, "main", _main_blocks(g, counts, size), shared, spool) for g in wave}
         outs = _split(calls, _map(run, run_block, [c for g in wave for c in calls[g.id]]))
         outs = _distinct_names(run, [(g.produces[0], calls[g.id], outs[g.id]) for g in wave if g.blocked], size, outs)
         for g in wave:
@@ -124,11 +151,9 @@ def generate_blocks(
                 flow[slot] = _join([o.flow[slot] for o in outs[g.id]])
                 shared[slot] = run.share(flow[slot])
         later = [g for g in wave if g.people is not None and "person" in counts]
-        calls = {g.id: _calls(spec_json, seed, g, "people", person_blocks, shared) for g in later}
+        calls = {g.id: _calls(spec_json, seed, g, "people", person_blocks, shared, spool) for g in later}
         people.update(_split(calls, _map(run, run_block, [c for g in later for c in calls[g.id]])))
-    if progress:
-        progress("assemble")
-    return (*_assemble(spec, seed, steps, main, people), steps)
+    return steps, main, people
 
 
 def waves(steps: list[WorldGenerator], counts: dict[str, int]) -> list[list[WorldGenerator]]:
@@ -148,8 +173,10 @@ def _main_blocks(g: WorldGenerator, counts: dict[str, int], size: int) -> list[B
     return _blocks(g.produces[0], counts[g.produces[0]], size) if g.blocked else [None]
 
 
-def _calls(spec_json: dict, seed: int, g: WorldGenerator, phase: str, blocks: list, shared: dict) -> list[tuple]:
-    return [(spec_json, seed, g.id, phase, b, dict(shared), {}) for b in blocks]
+def _calls(
+    spec_json: dict, seed: int, g: WorldGenerator, phase: str, blocks: list, shared: dict, spool: str | None
+) -> list[tuple]:
+    return [(spec_json, seed, g.id, phase, b, dict(shared), {}, spool) for b in blocks]
 
 
 def _split(calls: dict[str, list], results: list) -> dict[str, list]:
@@ -186,8 +213,8 @@ def _distinct_names(run, todo: list[tuple[str, list[tuple], list[BlockOutput]]],
             for b in np.unique(losers // size).tolist():
                 mine = losers[(losers >= b * size) & (losers < (b + 1) * size)] - b * size
                 reopen.setdefault((t, b), []).append((mine, banned))
-                spec_json, seed, gen_id, phase, block, flow, _ = calls[b]
-                again.append((got, b, (spec_json, seed, gen_id, phase, block, flow, {t: list(reopen[(t, b)])})))
+                spec_json, seed, gen_id, phase, block, flow, _, spool = calls[b]
+                again.append((got, b, (spec_json, seed, gen_id, phase, block, flow, {t: list(reopen[(t, b)])}, spool)))
         if not again:
             return outs
         for (got, b, _), out in zip(again, _map(run, run_block, [c for _, _, c in again])):
@@ -287,14 +314,14 @@ def _fact_order(main: list[BlockOutput], people: list[BlockOutput]):
     return keyed
 
 
-def _unique_websites(parts: list[TypeData]) -> None:
+def _unique_websites(parts: list[TypeData], seen: set[str] | None = None) -> None:
     """A website taken by an earlier entity (type order, then index) gets ``-2``, ``-3``, …"""
+    _make_unique(parts, "website", _website_again, seen)
 
-    def again(first: str, k: int) -> str:
-        head, _, tld = first.rpartition(".")
-        return f"{head}-{k + 2}.{tld}"
 
-    _make_unique(parts, "website", again)
+def _website_again(first: str, k: int) -> str:
+    head, _, tld = first.rpartition(".")
+    return f"{head}-{k + 2}.{tld}"
 
 
 def _unique_isbns(parts: list[TypeData], seed: int) -> None:
@@ -303,14 +330,22 @@ def _unique_isbns(parts: list[TypeData], seed: int) -> None:
         return
     from generators.works import _isbn13
 
-    rng = np.random.Generator(np.random.PCG64(child_seed(seed, "isbn/again")))
+    rng = isbn_rng(seed)
     _make_unique(parts, "isbn", lambda _first, _k: _isbn13(rng, 1)[0])
 
 
-def _make_unique(parts: list[TypeData], attr: str, again: Callable[[str, int], str]) -> None:
+def isbn_rng(seed: int) -> np.random.Generator:
+    """The stream that draws ISBNs again (for the ones another block drew first)."""
+    return np.random.Generator(np.random.PCG64(child_seed(seed, "isbn/again")))
+
+
+def _make_unique(
+    parts: list[TypeData], attr: str, again: Callable[[str, int], str], seen: set[str] | None = None
+) -> None:
     """Values of ``attr`` unique over ``parts`` in order: a value taken already is replaced by
-    ``again(value, k)`` for k = 0, 1, … until one is free."""
-    seen: set[str] = set()
+    ``again(value, k)`` for k = 0, 1, … until one is free. ``seen``: the values taken before
+    ``parts`` (updated), for parts given one at a time."""
+    seen = set() if seen is None else seen
     for d in parts:
         values = d.attrs.get(attr)
         if values is None:

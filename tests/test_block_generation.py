@@ -94,10 +94,10 @@ def test_names_taken_in_another_block_are_drawn_again(monkeypatch):
     again: list[tuple[str, int]] = []
     real = gb.run_block
 
-    def spy(spec, seed, gen_id, phase, block, flow, reopen):
+    def spy(spec, seed, gen_id, phase, block, flow, reopen, *spool):
         for t, rounds in reopen.items():
             again.append((t, sum(len(s) for s, _ in rounds)))
-        return real(spec, seed, gen_id, phase, block, flow, reopen)
+        return real(spec, seed, gen_id, phase, block, flow, reopen, *spool)
 
     monkeypatch.setattr(gb, "run_block", spy)
     spec = blocked(6_000, 64)

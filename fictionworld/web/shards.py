@@ -80,24 +80,34 @@ def _renderer(store: str) -> Renderer:
 
 
 def make_graph(spec: dict, seed: int, graph: str, store: str, where: tuple = ("local", 1)) -> dict:
-    """Generate the world, save it to ``graph`` and its render store to ``store``: the one
-    stage that holds the whole world, run in a process of its own so that its memory goes
-    back to the system before the shards start. The generators' block tasks run on
-    ``where``: ``("local", workers)`` (forked from this process) or ``("ray",)`` (the cluster
-    this task runs on)."""
+    """Generate the world into ``graph`` and write its render store to ``store``, in a process
+    of its own. No process holds the whole world: the generators' block tasks spool what they
+    make, and this process writes the graph from the spools a block at a time
+    (:func:`generators.streamed.write_graph_files`); the store is written from the graph's
+    files (:func:`~fictionworld.web.store_stream.write_store_from_graph`) by a worker, beside
+    the content hash. The block tasks run on ``where``: ``("local", workers)`` (forked from
+    this process) or ``("ray",)`` (the cluster this task runs on)."""
     from fictionworld.spec import WorldSpec
-    from generators import generate_world
+    from fictionworld.web.store_stream import write_store_from_graph
+    from generators.streamed import write_graph_files
 
-    t = time.perf_counter()
+    store = Path(store)
+    tmp = store.with_name(store.name + ".tmp")
+    for d in (store, tmp):
+        shutil.rmtree(d, ignore_errors=True)
     tasks = LocalTasks(where[1]) if where[0] == "local" else RayTasks(None, None)
     tasks.start([])
+
+    def store_beside(written: Path):
+        f = tasks.submit(write_store_from_graph, str(written), str(tmp))
+        return lambda: tasks.result(f)
+
     try:
-        world = generate_world(WorldSpec.model_validate(spec), int(seed), tasks=tasks)
+        times = write_graph_files(WorldSpec.model_validate(spec), int(seed), graph, tasks=tasks, beside=store_beside)
     finally:
         tasks.stop()
-    gen_s = time.perf_counter() - t
-    write_graph(world, graph, store)
-    return {"generate_s": gen_s, "save_s": time.perf_counter() - t - gen_s, "graph_peak_rss": _peak_rss()}
+    os.replace(tmp, store)
+    return {**times, "save_s": times["write_s"] + times["hash_s"], "graph_peak_rss": _peak_rss()}
 
 
 def write_graph(world, graph: str | Path, store: str | Path) -> None:

@@ -1,0 +1,147 @@
+"""A world generated straight to its files (generators/streamed.py) is the world generate_world
+makes and save_world writes, byte for byte, whatever the blocks, slices and runners; the
+writer leaves nothing behind, and a broken spool says so."""
+
+import filecmp
+import pickle
+
+import pytest
+
+import fictionworld.storage as storage
+import generators.base as gbase
+import generators.streamed as gs
+from fictionworld.executors import LocalTasks
+from fictionworld.spec import default_spec
+from fictionworld.storage import load_world, save_world
+from fictionworld.streaming import stream_world_hash
+from generators import generate_world
+from generators.streamed import Spooled, write_graph_files
+
+FILES = ("entities.parquet", "facts.parquet", "manifest.json")
+
+
+def blocked(entities: int, block: int, namesakes: float = 0.0):
+    spec = default_spec(entities)
+    if namesakes:  # (only people have namesakes by default; the other types' are drawn per block here)
+        types = {t: c.model_copy(update={"namesake_rate": namesakes}) for t, c in spec.types.items()}
+        spec = spec.model_copy(update={"types": types})
+    return spec.model_copy(update={"generation_block": block})
+
+
+def same_files(a, b) -> None:
+    for name in FILES:
+        assert filecmp.cmp(a / name, b / name, shallow=False), name
+    assert sorted(p.name for p in b.iterdir()) == sorted(FILES)
+
+
+def in_memory(spec, seed, path):
+    return save_world(generate_world(spec, seed), path, web=False)
+
+
+@pytest.mark.parametrize(
+    ("entities", "block", "seed", "namesakes"),
+    [(3_000, 1 << 16, 1, 0), (12_000, 100, 3, 0), (6_000, 64, 5, 0), (6_000, 256, 11, 0.05)],
+)
+def test_the_streamed_world_is_the_saved_world_file_for_file(tmp_path, entities, block, seed, namesakes):
+    spec = blocked(entities, block, namesakes)
+    in_memory(spec, seed, tmp_path / "a")
+    write_graph_files(spec, seed, tmp_path / "b")
+    same_files(tmp_path / "a", tmp_path / "b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]  # no spool, no half-written directory
+
+
+def test_websites_and_isbns_taken_by_earlier_blocks_are_redrawn_as_in_memory():
+    # Names are distinct across blocks, so websites (made from names) and ISBNs rarely meet in
+    # a generated world (none at 1M): the two ways of making them unique meet planted ones.
+    import numpy as np
+
+    from generators.base import TypeData
+    from generators.blocks import _unique_isbns, _unique_websites, _website_again, isbn_rng
+
+    def parts():
+        sites = [["https://a.com", "https://b.com", None], ["https://b.com", "https://a.com", "https://a-2.com"]]
+        isbns = [["978-1", "978-2", None], ["978-2", "978-1", "978-3"], ["978-3", None, "978-1"]]
+        out = []
+        for i, isbn in enumerate(isbns):
+            attrs = {"isbn": np.array(isbn, object)}
+            if i < len(sites):
+                attrs["website"] = np.array(sites[i], object)
+            out.append(TypeData("book", 3, 0, start=3 * i, attrs=attrs))
+        return out
+
+    whole = parts()
+    _unique_websites(whole)
+    _unique_isbns(whole, 7)
+    one_by_one, websites, isbns = parts(), set(), set()
+    rng = isbn_rng(7)
+    for d in one_by_one:
+        gs._finish_unique(d, websites, isbns, rng, True, _website_again)
+    for a, b in zip(whole, one_by_one):
+        assert {k: v.tolist() for k, v in a.attrs.items()} == {k: v.tolist() for k, v in b.attrs.items()}
+    sites = [x for d in whole for x in d.attrs.get("website", np.array([])).tolist() if x]
+    assert sites == ["https://a.com", "https://b.com", "https://b-2.com", "https://a-2.com", "https://a-2-2.com"]
+    books = [x for d in whole for x in d.attrs["isbn"].tolist() if x]
+    assert len(set(books)) == len(books) and "978-1" in books
+
+
+def test_slices_and_row_groups_cut_the_same_way(tmp_path, monkeypatch):
+    # Small Arrow slices and row groups, so that both files have many, cut mid-block.
+    monkeypatch.setattr(storage, "FACT_SLICE", 3 * 1000)
+    monkeypatch.setattr(storage, "FACT_ROW_GROUP", 1000)
+    monkeypatch.setattr(storage, "ENTITY_ROW_GROUP", 700)
+    spec = blocked(5_000, 300)
+    in_memory(spec, 5, tmp_path / "a")
+    write_graph_files(spec, 5, tmp_path / "b")
+    same_files(tmp_path / "a", tmp_path / "b")
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(tmp_path / "b" / "entities.parquet").num_row_groups > 5
+    assert pq.ParquetFile(tmp_path / "b" / "facts.parquet").num_row_groups > 10
+
+
+def test_block_tasks_in_worker_processes_write_the_same_files(tmp_path):
+    spec = blocked(8_000, 200)
+    in_memory(spec, 2, tmp_path / "a")
+    tasks = LocalTasks(2)
+    tasks.start([])
+    try:
+        write_graph_files(spec, 2, tmp_path / "b", tasks=tasks)
+    finally:
+        tasks.stop()
+    same_files(tmp_path / "a", tmp_path / "b")
+
+
+def test_the_streamed_world_loads_checked_and_hashes_as_generated(tmp_path):
+    spec = blocked(4_000, 128)
+    write_graph_files(spec, 9, tmp_path / "w")
+    world = load_world(tmp_path / "w", verify=True)  # recomputes the hash from every column
+    assert world.world_hash == generate_world(spec, 9).world_hash == stream_world_hash(tmp_path / "w")
+
+
+def test_a_failed_write_leaves_no_world_and_no_spool(tmp_path, monkeypatch):
+    spec = blocked(3_000, 128)
+    write_graph_files(spec, 1, tmp_path / "w")  # an older world in the way goes
+    calls = {"n": 0}
+    real = gbase.apply_namesakes
+
+    def failing(ctx, t):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("disk on fire")
+        real(ctx, t)
+
+    monkeypatch.setattr(gs, "apply_namesakes", failing)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        write_graph_files(spec, 1, tmp_path / "w")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no world, no spool, no half-written files
+    monkeypatch.undo()
+    write_graph_files(spec, 1, tmp_path / "w")  # and the next run writes it whole
+    assert load_world(tmp_path / "w").world_hash == generate_world(spec, 1).world_hash
+
+
+def test_a_spool_cut_short_is_an_error_that_names_it(tmp_path):
+    path = tmp_path / "block.pkl"
+    data = pickle.dumps(list(range(1000)))
+    path.write_bytes(data[:-10])
+    with pytest.raises(OSError, match="block.pkl: spool file cut short"):
+        Spooled(str(path), 0, len(data), 1000).load()
