@@ -7,6 +7,9 @@ generator's per-person relations (staff, students, players) then run once per bl
 The tasks run in this process, in local processes or as Ray tasks (``tasks``: an executor of
 fictionworld/executors.py): the world is the same for any of them, and for any number of
 workers, because what a block draws depends only on the seed, the spec and its block number.
+:func:`generate_blocks` joins the block outputs in memory; with a spool directory
+(:func:`run_blocks`, used by :mod:`generators.streamed`) each task writes its data there and
+hands back where it lies, so that the world is written to disk without being held whole.
 
 What the blocks share is settled between the rounds of tasks:
 

@@ -145,3 +145,16 @@ def test_a_spool_cut_short_is_an_error_that_names_it(tmp_path):
     path.write_bytes(data[:-10])
     with pytest.raises(OSError, match="block.pkl: spool file cut short"):
         Spooled(str(path), 0, len(data), 1000).load()
+
+
+def test_what_a_killed_run_left_behind_is_cleared_and_the_world_written_whole(tmp_path):
+    # A run killed with SIGKILL cleans nothing: its spool and half-written directory stay.
+    spec = blocked(3_000, 128)
+    (tmp_path / f"w{gs.SPOOL_SUFFIX}").mkdir()
+    (tmp_path / f"w{gs.SPOOL_SUFFIX}" / "people-v0.main.3.0.pkl").write_bytes(b"\x80half")
+    (tmp_path / "w.writing").mkdir()
+    (tmp_path / "w.writing" / "facts.parquet").write_bytes(b"PAR1 cut short")
+    write_graph_files(spec, 4, tmp_path / "w")
+    in_memory(spec, 4, tmp_path / "a")
+    same_files(tmp_path / "a", tmp_path / "w")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "w"]
