@@ -17,6 +17,7 @@ columns' facts of it, and one slice of ``FACT_SLICE`` facts on their way to Parq
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import pickle
@@ -127,169 +128,217 @@ def write_graph_files(
     data files are written (their manifest lacks the hash yet) and may start work that reads
     them beside the hash; what it returns is called (to wait for that work) before the
     directory takes its name. Returns seconds per step."""
-    from fictionworld.storage import file_digests, write_manifest
-    from fictionworld.streaming import stream_world_hash
-
     graph = Path(graph)
     spool, tmp = graph.with_name(graph.name + SPOOL_SUFFIX), graph.with_name(graph.name + ".writing")
     for d in (spool, tmp, graph):
         shutil.rmtree(d, ignore_errors=True)
     spool.mkdir(parents=True)
     tmp.mkdir()
-    t0 = time.perf_counter()
+    times = {"start": time.perf_counter()}
     try:
-        from generators.blocks import run_blocks
-
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # as generate_world: millions of small objects, no cycles
-        try:
-            steps, main, people = run_blocks(spec, seed, tasks, progress, spool=str(spool))
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-        t1 = time.perf_counter()
+        steps, main, people = _run_blocks(spec, seed, tasks, progress, spool)
+        times["generate_s"] = time.perf_counter()
         if progress:
             progress("write")
-        counts = _write(spec, seed, steps, main, people, tmp, spool)
+        counts = _write(_Layout.of(spec, steps, main, people), spec, seed, tmp, spool)
         shutil.rmtree(spool)
-        t2 = time.perf_counter()
-        manifest = {
-            "seed": seed,
-            "spec": spec,
-            "generators": {g.id: g.id.rsplit("-v", 1)[-1] for g in steps},
-            **counts,
-        }
-        write_manifest(tmp, **manifest, world_hash="", files={})  # what the hash reader needs
-        wait = beside(tmp) if beside is not None else None
-        world_hash = stream_world_hash(tmp)
-        t3 = time.perf_counter()
-        if wait is not None:
-            wait()
-        write_manifest(tmp, **manifest, world_hash=world_hash, files=file_digests(tmp))
+        times["write_s"] = time.perf_counter()
+        generators = {g.id: g.id.rsplit("-v", 1)[-1] for g in steps}
+        times.update(_hash(tmp, dict(seed=seed, spec=spec, generators=generators, **counts), beside))
     except BaseException:
         for d in (spool, tmp):
             shutil.rmtree(d, ignore_errors=True)
         raise
     os.replace(tmp, graph)
-    return {"generate_s": t1 - t0, "write_s": t2 - t1, "hash_s": t3 - t2, "beside_wait_s": time.perf_counter() - t3}
+    marks = list(times.items())
+    return {name: t - marks[i][1] for i, (name, t) in enumerate(marks[1:])}
 
 
-def _write(spec: WorldSpec, seed: int, steps: list, main: dict, people: dict, out: Path, spool: Path) -> dict:
-    """entities.parquet and facts.parquet from the spools; returns the manifest's counts."""
-    from fictionworld.storage import (
-        ENTITY_ROW_GROUP,
-        ENTITY_SCHEMA,
-        FACT_ROW_GROUP,
-        FACT_SLICE,
-        entity_rows_table,
-        fact_rows_table,
-    )
-    from generators.blocks import _fact_order, _website_again, isbn_rng
+def _run_blocks(spec: WorldSpec, seed: int, tasks, progress, spool: Path):
+    from generators.blocks import run_blocks
 
-    made: dict[str, list[TypeInfo]] = {}
-    for g in steps:
-        for o in main[g.id]:
-            for t, info in o.types.items():
-                made.setdefault(t, []).append(info)
-    parts = {t: made[t] for t in spec.counts() if t in made}
-    for t, ds in parts.items():
-        if not all(d.named for d in ds):
-            raise RuntimeError(f"no generator produced names for {t}")
-    attrs = {t: [a for a in spec.attributes(t) if a in ds[0].attrs] for t, ds in parts.items()}
-    relations = [(src, ref) for g in steps for _key, src, ref in _fact_order(main[g.id], people.get(g.id, []))]
-    # The source names sorted, as World keeps them (generate_world codes them as it meets them)
-    sources = tuple(sorted({src for src, _ in relations} | {parts[t][0].source for t in parts if attrs[t]}))
-    code = {s: i for i, s in enumerate(sources)}
-    cultures = sorted(set().union(*(d.cultures for ds in parts.values() for d in ds)))
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # as generate_world: millions of small objects, no cycles
+    try:
+        return run_blocks(spec, seed, tasks, progress, spool=str(spool))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
-    firsts = np.array([ds[0].offset for ds in parts.values()], np.int64)
-    sizes = np.array([sum(d.n for d in ds) for ds in parts.values()], np.int64)
-    if len(firsts) and not (firsts == np.concatenate([[0], np.cumsum(sizes)[:-1]])).all():
-        raise RuntimeError("types' rows are not laid end to end in type order")
-    prefixes = pa.array([f"{t}:" for t in parts], pa.string())
 
-    def ids_of(rows: pa.Array) -> pa.Array:
-        r = rows.to_numpy(zero_copy_only=False).astype(np.int64)
-        k = np.searchsorted(firsts, r, side="right") - 1
-        return pc.binary_join_element_wise(prefixes.take(pa.array(k)), pa.array(r - firsts[k]).cast(pa.string()), "")
+def _hash(directory: Path, manifest: dict, beside) -> dict[str, float]:
+    """Hash the files written to ``directory`` (with ``beside``'s work, if any) and write the
+    manifest: the time each step ended."""
+    from fictionworld.storage import file_digests, write_manifest
+    from fictionworld.streaming import stream_world_hash
 
-    facts = _Rows(FACT_SLICE, lambda f: fact_rows_table(f, ids_of, sources), FACT_ROW_GROUP, FactTable.concat_all, sources, FactTable.empty())  # fmt: skip
-    entities = _Rows(ENTITY_ROW_GROUP, lambda e: entity_rows_table(e, cultures), ENTITY_ROW_GROUP, _concat_entities, None, None)  # fmt: skip
-    by_predicate = np.zeros(len(PREDICATES), np.int64)
-    next_id = 0
+    write_manifest(directory, **manifest, world_hash="", files={})  # what the hash reader needs
+    wait = beside(directory) if beside is not None else None
+    world_hash = stream_world_hash(directory)
+    out = {"hash_s": time.perf_counter()}
+    if wait is not None:
+        wait()
+    write_manifest(directory, **manifest, world_hash=world_hash, files=file_digests(directory))
+    out["beside_wait_s"] = time.perf_counter()
+    return out
 
-    def add_facts(f: FactTable, source: int) -> None:
-        nonlocal next_id
-        f = f.with_values(id=np.arange(next_id, next_id + len(f), dtype=np.int64), source=np.full(len(f), source, np.int16))  # fmt: skip
-        next_id += len(f)
-        by_predicate[:] += np.bincount(f.predicate, minlength=len(PREDICATES))
-        facts.add(f)
 
-    websites: set[str] = set()
-    isbns: set[str] = set()
-    again = isbn_rng(seed)
-    with facts.open(out / "facts.parquet"), entities.open(out / "entities.parquet", ENTITY_SCHEMA):
+@dataclass
+class _Layout:
+    """Where everything goes, known from the spools' index before any data is read: each
+    type's blocks (in type order), the attributes written of it, the relation fact parts in
+    order, the source names and cultures (sorted, as the world keeps them), and the first row
+    and size of each type."""
+
+    parts: dict[str, list[TypeInfo]]
+    attrs: dict[str, list[str]]
+    relations: list[tuple[str, Spooled]]
+    sources: tuple[str, ...]
+    cultures: list[str]
+    firsts: np.ndarray
+    sizes: np.ndarray
+
+    @classmethod
+    def of(cls, spec: WorldSpec, steps: list, main: dict, people: dict) -> _Layout:
+        from generators.blocks import _fact_order
+
+        made: dict[str, list[TypeInfo]] = {}
+        for g in steps:
+            for o in main[g.id]:
+                for t, info in o.types.items():
+                    made.setdefault(t, []).append(info)
+        parts = {t: made[t] for t in spec.counts() if t in made}
         for t, ds in parts.items():
-            # One type's blocks: finished as generate_blocks finishes them, written as
-            # entities; their attribute facts spooled, to go out attribute by attribute.
-            spooled: dict[str, list[Spooled]] = {a: [] for a in attrs[t]}
-            src = code.get(ds[0].source, 0)
-            for i, info in enumerate(ds):
-                d = info.data.load()
-                if t != "person":  # the people generator keeps namesakes out of families itself
-                    ctx = GenContext(spec, seed, block=Block(t, i, d.start, d.n))
-                    ctx.types[t] = d
-                    apply_namesakes(ctx, t)
-                _finish_unique(d, websites, isbns, again, len(parts.get("book", ())) >= 2, _website_again)
-                entities.add(
-                    EntityTable(
-                        type_code=np.full(d.n, TYPE_CODE[t], np.int16),
-                        local=np.arange(d.start, d.start + d.n, dtype=np.int32),
-                        name=d.names,
-                        aliases=d.aliases,
-                        culture=d.culture,
-                        namesake_group=d.namesake_group,
-                    )
-                )
-                per_attr = [
-                    _attribute_facts(d, ENTITY_TYPES[t].attribute(a).dtype, a, d.attrs[a], src) for a in attrs[t]
-                ]
-                refs = _spool(spool / f"attributes.{t}.{i}.pkl", [(f, len(f)) for f in per_attr])
-                for a, ref in zip(attrs[t], refs):
-                    spooled[a].append(ref)
-                del d, per_attr
-            for a in attrs[t]:
-                for ref in spooled[a]:
-                    add_facts(ref.load(), src)
-            for i in range(len(ds)):
-                (spool / f"attributes.{t}.{i}.pkl").unlink()
-        for src_name, ref in relations:
-            add_facts(ref.load(), code[src_name])
-    by_type = {t: int(sizes[i]) for i, t in enumerate(parts)}
+            if not all(d.named for d in ds):
+                raise RuntimeError(f"no generator produced names for {t}")
+        attrs = {t: [a for a in spec.attributes(t) if a in ds[0].attrs] for t, ds in parts.items()}
+        relations = [(src, ref) for g in steps for _key, src, ref in _fact_order(main[g.id], people.get(g.id, []))]
+        firsts = np.array([ds[0].offset for ds in parts.values()], np.int64)
+        sizes = np.array([sum(d.n for d in ds) for ds in parts.values()], np.int64)
+        if len(firsts) and not (firsts == np.concatenate([[0], np.cumsum(sizes)[:-1]])).all():
+            raise RuntimeError("types' rows are not laid end to end in type order")
+        return cls(
+            parts=parts,
+            attrs=attrs,
+            relations=relations,
+            # generate_world codes sources as it meets them; World sorts them
+            sources=tuple(sorted({src for src, _ in relations} | {parts[t][0].source for t in parts if attrs[t]})),
+            cultures=sorted(set().union(*(d.cultures for ds in parts.values() for d in ds))),
+            firsts=firsts,
+            sizes=sizes,
+        )
+
+    def ids_of(self, rows: pa.Array) -> pa.Array:
+        """The entity ids (``type:local``) of entity ``rows``, as Arrow strings."""
+        r = rows.to_numpy(zero_copy_only=False).astype(np.int64)
+        k = np.searchsorted(self.firsts, r, side="right") - 1
+        prefixes = pa.array([f"{t}:" for t in self.parts], pa.string())
+        return pc.binary_join_element_wise(prefixes.take(pa.array(k)), pa.array(r - self.firsts[k]).cast(pa.string()), "")  # fmt: skip
+
+
+def _write(layout: _Layout, spec: WorldSpec, seed: int, out: Path, spool: Path) -> dict:
+    """entities.parquet and facts.parquet from the spools; returns the manifest's counts."""
+    from fictionworld.storage import ENTITY_ROW_GROUP, ENTITY_SCHEMA, entity_rows_table
+
+    facts = _Facts(layout)
+    no_entities = EntityTable(*(np.zeros(0, t) for t in (np.int16, np.int32, object, object, object, np.int32)))
+    entities = _Rows(ENTITY_ROW_GROUP, lambda e: entity_rows_table(e, layout.cultures), ENTITY_ROW_GROUP, _concat_entities, None, no_entities)  # fmt: skip
+    taken = _Taken(seed)
+    code = {s: i for i, s in enumerate(layout.sources)}
+    with facts.rows.open(out / "facts.parquet"), entities.open(out / "entities.parquet", ENTITY_SCHEMA):
+        for t, ds in layout.parts.items():
+            _write_type(t, ds, layout.attrs[t], code.get(ds[0].source, 0), spec, seed, spool, entities, facts, taken)
+        for src, ref in layout.relations:
+            facts.add(ref.load(), code[src])
+    by_type = {t: int(layout.sizes[i]) for i, t in enumerate(layout.parts)}
     return {
-        "entities": int(sizes.sum()),
-        "facts": next_id,
+        "entities": int(layout.sizes.sum()),
+        "facts": facts.next_id,
         "by_type": {t: by_type[t] for t in ENTITY_TYPES if by_type.get(t)},
-        "by_predicate": {p: int(by_predicate[i]) for i, p in enumerate(PREDICATES) if by_predicate[i]},
+        "by_predicate": {p: int(facts.by_predicate[i]) for i, p in enumerate(PREDICATES) if facts.by_predicate[i]},
     }
 
 
-def _finish_unique(d, websites: set[str], isbns: set[str], rng, isbn_again: bool, website_again) -> None:
-    """Websites unique over the world (in type, then block order), and ISBNs where a type has
-    more than one block, as :func:`generators.blocks._type_parts` makes them."""
-    from generators.blocks import _make_unique
+def _write_type(
+    t: str, ds: list[TypeInfo], attrs: list[str], src: int, spec, seed, spool, entities, facts, taken
+) -> None:
+    """One type's blocks, finished as generate_blocks finishes them and written as entities;
+    their attribute facts spooled, to go out attribute by attribute (as the world orders them)."""
+    spooled: dict[str, list[Spooled]] = {a: [] for a in attrs}
+    for i, info in enumerate(ds):
+        d = info.data.load()
+        if t != "person":  # the people generator keeps namesakes out of families itself
+            ctx = GenContext(spec, seed, block=Block(t, i, d.start, d.n))
+            ctx.types[t] = d
+            apply_namesakes(ctx, t)
+        taken.finish(d, isbns=t == "book" and len(ds) >= 2)
+        entities.add(
+            EntityTable(
+                type_code=np.full(d.n, TYPE_CODE[t], np.int16),
+                local=np.arange(d.start, d.start + d.n, dtype=np.int32),
+                name=d.names,
+                aliases=d.aliases,
+                culture=d.culture,
+                namesake_group=d.namesake_group,
+            )
+        )
+        per_attr = [_attribute_facts(d, ENTITY_TYPES[t].attribute(a).dtype, a, d.attrs[a], src) for a in attrs]
+        for a, ref in zip(attrs, _spool(spool / f"attributes.{t}.{i}.pkl", [(f, len(f)) for f in per_attr])):
+            spooled[a].append(ref)
+        del d, per_attr
+    for a in attrs:
+        for ref in spooled[a]:
+            facts.add(ref.load(), src)
+    for i in range(len(ds)):
+        (spool / f"attributes.{t}.{i}.pkl").unlink()
+
+
+class _Facts:
+    """The facts on their way to Parquet: numbered in order, their source coded, counted."""
+
+    def __init__(self, layout: _Layout):
+        from fictionworld.storage import FACT_ROW_GROUP, FACT_SLICE, fact_rows_table
+
+        self.rows = _Rows(FACT_SLICE, lambda f: fact_rows_table(f, layout.ids_of, layout.sources), FACT_ROW_GROUP, FactTable.concat_all, layout.sources, FactTable.empty())  # fmt: skip
+        self.by_predicate = np.zeros(len(PREDICATES), np.int64)
+        self.next_id = 0
+
+    def add(self, f: FactTable, source: int) -> None:
+        ids = np.arange(self.next_id, self.next_id + len(f), dtype=np.int64)
+        self.rows.add(f.with_values(id=ids, source=np.full(len(f), source, np.int16)))
+        self.next_id += len(f)
+        self.by_predicate += np.bincount(f.predicate, minlength=len(PREDICATES))
+
+
+class _Taken:
+    """Websites unique over the world (in type, then block order), and ISBNs where books come
+    in more than one block, as :func:`generators.blocks._type_parts` makes them: the values
+    taken so far, and the stream that draws ISBNs again."""
+
+    def __init__(self, seed: int):
+        from generators.blocks import isbn_rng
+
+        self.websites: set[str] = set()
+        self.isbns: set[str] = set()
+        self.rng = isbn_rng(seed)
+
+    def finish(self, d, isbns: bool) -> None:
+        _finish_unique(d, self.websites, self.isbns, self.rng, isbns)
+
+
+def _finish_unique(d, websites: set[str], isbns: set[str], rng, isbn_again: bool) -> None:
+    """``d``'s websites made unique among ``websites`` (and added to it), and its ISBNs among
+    ``isbns`` if ``isbn_again``, redrawn from ``rng``."""
+    from generators.blocks import _make_unique, _website_again
     from generators.works import _isbn13
 
-    _make_unique([d], "website", website_again, websites)
+    _make_unique([d], "website", _website_again, websites)
     if isbn_again:
         _make_unique([d], "isbn", lambda _first, _k: _isbn13(rng, 1)[0], isbns)
 
 
 def _concat_entities(parts: list[EntityTable], _sources) -> EntityTable:
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.concat(p)
-    return out
+    return EntityTable(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(EntityTable)))
 
 
 class _Rows:

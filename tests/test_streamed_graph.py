@@ -56,7 +56,7 @@ def test_websites_and_isbns_taken_by_earlier_blocks_are_redrawn_as_in_memory():
     import numpy as np
 
     from generators.base import TypeData
-    from generators.blocks import _unique_isbns, _unique_websites, _website_again, isbn_rng
+    from generators.blocks import _unique_isbns, _unique_websites, isbn_rng
 
     def parts():
         sites = [["https://a.com", "https://b.com", None], ["https://b.com", "https://a.com", "https://a-2.com"]]
@@ -75,7 +75,7 @@ def test_websites_and_isbns_taken_by_earlier_blocks_are_redrawn_as_in_memory():
     one_by_one, websites, isbns = parts(), set(), set()
     rng = isbn_rng(7)
     for d in one_by_one:
-        gs._finish_unique(d, websites, isbns, rng, True, _website_again)
+        gs._finish_unique(d, websites, isbns, rng, True)
     for a, b in zip(whole, one_by_one):
         assert {k: v.tolist() for k, v in a.attrs.items()} == {k: v.tolist() for k, v in b.attrs.items()}
     sites = [x for d in whole for x in d.attrs.get("website", np.array([])).tolist() if x]
