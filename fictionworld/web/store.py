@@ -150,16 +150,12 @@ def write_store(world, path: str | Path | None = None, *, pool: float | None = N
     given, else kept in memory. ``pool`` is the share of entities with perturbation pages
     (default: the web spec's). Written batch by batch: beside the world it needs about one
     sort of the facts, never a second copy of them."""
-    from fictionworld.dates import to_days
 
     e, f = world.entities, world.facts
     block = world.spec.web.block
     n = len(e)
     share = world.spec.web.perturbation_pool if pool is None else pool
-    meta = {
-        "format": STORE_FORMAT, "seed": int(world.seed), "present": int(to_days(world.spec.present)), "block": block,
-        "entities": n, "facts": len(f), "pool": share,
-    }  # fmt: skip
+    meta = store_meta(world.seed, world.spec, n, len(f), share)
     starts = np.arange(0, n + block, block).clip(max=n)
     incoming = np.flatnonzero(np.isin(f.predicate, [PREDICATES.index(p) for p in INCOMING]) & (f.object >= 0))
     parts = {
@@ -184,6 +180,16 @@ def write_store(world, path: str | Path | None = None, *, pool: float | None = N
     write_arrow(path / "names.arrow", pa.table({"name": names}))
     (path / "store.json").write_text(json.dumps(meta))
     return RenderStore.open(path)
+
+
+def store_meta(seed: int, spec, entities: int, facts: int, share: float) -> dict:
+    """What ``store.json`` says: format, seed, the present (day number), block, counts, pool share."""
+    from fictionworld.dates import to_days
+
+    return {
+        "format": STORE_FORMAT, "seed": int(seed), "present": int(to_days(spec.present)), "block": spec.web.block,
+        "entities": entities, "facts": facts, "pool": share,
+    }  # fmt: skip
 
 
 def _unique_sorted(strings: pa.Array) -> pa.Array:

@@ -27,10 +27,8 @@ table, or a small world-like object), so the files cannot drift apart.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -50,11 +48,11 @@ from fictionworld.web.store import (
     ENTITY_SCHEMA,
     FACT_SCHEMA,
     LIST_SCHEMA,
-    STORE_FORMAT,
     _entity_batches,
     _fact_batch,
     _list_table,
     _unique_sorted,
+    store_meta,
 )
 
 __all__ = ["write_store_from_graph", "FACTS_PER_BUCKET"]
@@ -89,7 +87,6 @@ def write_store_from_graph(
     the memory of about ``facts_per_bucket`` facts, the directories' facts and the entity
     names (not of the whole world). A world directory that cannot be read raises
     :class:`~fictionworld.reading.WorldFormatError`."""
-    from fictionworld.dates import to_days
 
     if facts_per_bucket < 1:
         raise ValueError(f"facts_per_bucket must be positive, not {facts_per_bucket}")
@@ -99,10 +96,7 @@ def write_store_from_graph(
     spec, seed, n = w.spec, int(w.manifest["seed"]), len(w.entities)
     block = spec.web.block
     share = spec.web.perturbation_pool if pool is None else pool
-    meta = {
-        "format": STORE_FORMAT, "seed": seed, "present": int(to_days(spec.present)), "block": block,
-        "entities": n, "facts": w.n_facts, "pool": share,
-    }  # fmt: skip
+    meta = store_meta(seed, spec, n, w.n_facts, share)
     starts = np.arange(0, n + block, block).clip(max=n)
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -141,12 +135,10 @@ def _release() -> None:
     """Give the memory the last phase freed back to the system: Arrow's allocator and glibc's
     keep it for reuse, and it would add to the next phase's peak (at 10M entities, 0.5 GiB
     after the pass over the facts)."""
+    from fictionworld.check import _give_back_freed_memory
+
     pa.default_memory_pool().release_unused()
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc (musl): nothing to trim
-            pass
+    _give_back_freed_memory()
 
 
 def _write_batches(file: Path, schema: pa.Schema, batches) -> None:
