@@ -259,16 +259,7 @@ def _assemble(
         for d in ds:
             if d.names is None:
                 raise RuntimeError(f"no generator produced names for {t}")
-            ent_parts.append(
-                EntityTable(
-                    type_code=np.full(d.n, TYPE_CODE[t], np.int16),
-                    local=np.arange(d.start, d.start + d.n, dtype=np.int32),
-                    name=d.names,
-                    aliases=d.aliases,
-                    culture=d.culture,
-                    namesake_group=d.namesake_group,
-                )
-            )
+            ent_parts.append(entity_part(t, d))
         for a_name in spec.attributes(t):
             if a_name in ds[0].attrs:
                 dtype, src = ENTITY_TYPES[t].attribute(a_name).dtype, code(ds[0].source)
@@ -288,15 +279,49 @@ def _type_parts(spec: WorldSpec, seed: int, steps: list[WorldGenerator], main: d
             for t, d in o.types.items():
                 made.setdefault(t, []).append(d)
     parts = {t: made[t] for t in spec.counts() if t in made}
+    finish = Finish(spec, seed, book_blocks=len(parts.get("book", [])))
     for t, ds in parts.items():
-        if t != "person":  # the people generator keeps namesakes out of families itself
-            for i, d in enumerate(ds):
-                ctx = GenContext(spec, seed, block=Block(t, i, d.start, d.n))
-                ctx.types[t] = d
-                apply_namesakes(ctx, t)
-    _unique_websites([d for ds in parts.values() for d in ds])
-    _unique_isbns(parts.get("book", []), seed)
+        for i, d in enumerate(ds):
+            finish.block(t, i, d)
     return parts
+
+
+class Finish:
+    """What makes a type's blocks final once every block is made, applied a block at a time in
+    type, then block order (by the in-memory join and by the streamed writer,
+    :mod:`generators.streamed`): namesakes drawn within the block (all but people: the people
+    generator keeps namesakes out of families itself), websites unique over the world, and
+    ISBNs another block drew first drawn again (where books come in more than one block)."""
+
+    def __init__(self, spec: WorldSpec, seed: int, book_blocks: int):
+        self.spec, self.seed = spec, seed
+        self.redraw_isbns = book_blocks >= 2
+        self.websites: set[str] = set()  # taken so far
+        self.isbns: set[str] = set()
+        self.rng = isbn_rng(seed)
+
+    def block(self, t: str, i: int, d: TypeData) -> None:
+        from generators.works import _isbn13
+
+        if t != "person":
+            ctx = GenContext(self.spec, self.seed, block=Block(t, i, d.start, d.n))
+            ctx.types[t] = d
+            apply_namesakes(ctx, t)
+        _make_unique([d], "website", _website_again, self.websites)
+        if t == "book" and self.redraw_isbns:
+            _make_unique([d], "isbn", lambda _first, _k: _isbn13(self.rng, 1)[0], self.isbns)
+
+
+def entity_part(t: str, d: TypeData) -> EntityTable:
+    """The entity rows of one block of type ``t``."""
+    return EntityTable(
+        type_code=np.full(d.n, TYPE_CODE[t], np.int16),
+        local=np.arange(d.start, d.start + d.n, dtype=np.int32),
+        name=d.names,
+        aliases=d.aliases,
+        culture=d.culture,
+        namesake_group=d.namesake_group,
+    )
 
 
 def _fact_order(main: list[BlockOutput], people: list[BlockOutput]):
@@ -317,24 +342,10 @@ def _fact_order(main: list[BlockOutput], people: list[BlockOutput]):
     return keyed
 
 
-def _unique_websites(parts: list[TypeData], seen: set[str] | None = None) -> None:
-    """A website taken by an earlier entity (type order, then index) gets ``-2``, ``-3``, …"""
-    _make_unique(parts, "website", _website_again, seen)
-
-
 def _website_again(first: str, k: int) -> str:
+    """A website taken by an earlier entity (type order, then index) gets ``-2``, ``-3``, …"""
     head, _, tld = first.rpartition(".")
     return f"{head}-{k + 2}.{tld}"
-
-
-def _unique_isbns(parts: list[TypeData], seed: int) -> None:
-    """An ISBN another block drew first is drawn again (one block's are distinct already)."""
-    if len(parts) < 2:
-        return
-    from generators.works import _isbn13
-
-    rng = isbn_rng(seed)
-    _make_unique(parts, "isbn", lambda _first, _k: _isbn13(rng, 1)[0])
 
 
 def isbn_rng(seed: int) -> np.random.Generator:

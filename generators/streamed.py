@@ -34,8 +34,9 @@ import pyarrow.parquet as pq
 
 from fictionworld.schema import ENTITY_TYPES, PREDICATES
 from fictionworld.spec import WorldSpec
-from fictionworld.tables import TYPE_CODE, EntityTable, FactTable
-from generators.base import Block, GenContext, _attribute_facts, apply_namesakes
+from fictionworld.tables import EntityTable, FactTable
+from generators.base import _attribute_facts
+from generators.blocks import Finish, entity_part
 
 __all__ = ["Spooled", "TypeInfo", "spool_block", "write_graph_files", "SPOOL_SUFFIX"]
 
@@ -243,11 +244,11 @@ def _write(layout: _Layout, spec: WorldSpec, seed: int, out: Path, spool: Path) 
     facts = _Facts(layout)
     no_entities = EntityTable(*(np.zeros(0, t) for t in (np.int16, np.int32, object, object, object, np.int32)))
     entities = _Rows(ENTITY_ROW_GROUP, lambda e: entity_rows_table(e, layout.cultures), ENTITY_ROW_GROUP, _concat_entities, None, no_entities)  # fmt: skip
-    taken = _Taken(seed)
+    finish = Finish(spec, seed, book_blocks=len(layout.parts.get("book", [])))
     code = {s: i for i, s in enumerate(layout.sources)}
     with facts.rows.open(out / "facts.parquet"), entities.open(out / "entities.parquet", ENTITY_SCHEMA):
         for t, ds in layout.parts.items():
-            _write_type(t, ds, layout.attrs[t], code.get(ds[0].source, 0), spec, seed, spool, entities, facts, taken)
+            _write_type(t, ds, layout.attrs[t], code.get(ds[0].source, 0), spool, entities, facts, finish)
         for src, ref in layout.relations:
             facts.add(ref.load(), code[src])
     by_type = {t: int(layout.sizes[i]) for i, t in enumerate(layout.parts)}
@@ -259,29 +260,15 @@ def _write(layout: _Layout, spec: WorldSpec, seed: int, out: Path, spool: Path) 
     }
 
 
-def _write_type(
-    t: str, ds: list[TypeInfo], attrs: list[str], src: int, spec, seed, spool, entities, facts, taken
-) -> None:
-    """One type's blocks, finished as generate_blocks finishes them and written as entities;
+def _write_type(t: str, ds: list[TypeInfo], attrs: list[str], src: int, spool: Path, entities, facts, finish) -> None:
+    """One type's blocks, finished as generate_blocks finishes them (``finish``: a
+    :class:`~generators.blocks.Finish`) and written as entities;
     their attribute facts spooled, to go out attribute by attribute (as the world orders them)."""
     spooled: dict[str, list[Spooled]] = {a: [] for a in attrs}
     for i, info in enumerate(ds):
         d = info.data.load()
-        if t != "person":  # the people generator keeps namesakes out of families itself
-            ctx = GenContext(spec, seed, block=Block(t, i, d.start, d.n))
-            ctx.types[t] = d
-            apply_namesakes(ctx, t)
-        taken.finish(d, isbns=t == "book" and len(ds) >= 2)
-        entities.add(
-            EntityTable(
-                type_code=np.full(d.n, TYPE_CODE[t], np.int16),
-                local=np.arange(d.start, d.start + d.n, dtype=np.int32),
-                name=d.names,
-                aliases=d.aliases,
-                culture=d.culture,
-                namesake_group=d.namesake_group,
-            )
-        )
+        finish.block(t, i, d)
+        entities.add(entity_part(t, d))
         per_attr = [_attribute_facts(d, ENTITY_TYPES[t].attribute(a).dtype, a, d.attrs[a], src) for a in attrs]
         for a, ref in zip(attrs, _spool(spool / f"attributes.{t}.{i}.pkl", [(f, len(f)) for f in per_attr])):
             spooled[a].append(ref)
@@ -308,33 +295,6 @@ class _Facts:
         self.rows.add(f.with_values(id=ids, source=np.full(len(f), source, np.int16)))
         self.next_id += len(f)
         self.by_predicate += np.bincount(f.predicate, minlength=len(PREDICATES))
-
-
-class _Taken:
-    """Websites unique over the world (in type, then block order), and ISBNs where books come
-    in more than one block, as :func:`generators.blocks._type_parts` makes them: the values
-    taken so far, and the stream that draws ISBNs again."""
-
-    def __init__(self, seed: int):
-        from generators.blocks import isbn_rng
-
-        self.websites: set[str] = set()
-        self.isbns: set[str] = set()
-        self.rng = isbn_rng(seed)
-
-    def finish(self, d, isbns: bool) -> None:
-        _finish_unique(d, self.websites, self.isbns, self.rng, isbns)
-
-
-def _finish_unique(d, websites: set[str], isbns: set[str], rng, isbn_again: bool) -> None:
-    """``d``'s websites made unique among ``websites`` (and added to it), and its ISBNs among
-    ``isbns`` if ``isbn_again``, redrawn from ``rng``."""
-    from generators.blocks import _make_unique, _website_again
-    from generators.works import _isbn13
-
-    _make_unique([d], "website", _website_again, websites)
-    if isbn_again:
-        _make_unique([d], "isbn", lambda _first, _k: _isbn13(rng, 1)[0], isbns)
 
 
 def _concat_entities(parts: list[EntityTable], _sources) -> EntityTable:

@@ -9,6 +9,7 @@ import pytest
 
 import fictionworld.storage as storage
 import generators.base as gbase
+import generators.blocks as gblocks
 import generators.streamed as gs
 from fictionworld.executors import LocalTasks
 from fictionworld.spec import default_spec
@@ -52,11 +53,13 @@ def test_the_streamed_world_is_the_saved_world_file_for_file(tmp_path, entities,
 
 def test_websites_and_isbns_taken_by_earlier_blocks_are_redrawn_as_in_memory():
     # Names are distinct across blocks, so websites (made from names) and ISBNs rarely meet in
-    # a generated world (none at 1M): the two ways of making them unique meet planted ones.
+    # a generated world (none at 1M): planted ones, made unique over all blocks at once (the
+    # rule) and block by block, as both writers do (Finish).
     import numpy as np
 
     from generators.base import TypeData
-    from generators.blocks import _unique_isbns, _unique_websites, isbn_rng
+    from generators.blocks import Finish, _make_unique, _website_again, isbn_rng
+    from generators.works import _isbn13
 
     def parts():
         sites = [["https://a.com", "https://b.com", None], ["https://b.com", "https://a.com", "https://a-2.com"]]
@@ -70,12 +73,13 @@ def test_websites_and_isbns_taken_by_earlier_blocks_are_redrawn_as_in_memory():
         return out
 
     whole = parts()
-    _unique_websites(whole)
-    _unique_isbns(whole, 7)
-    one_by_one, websites, isbns = parts(), set(), set()
+    _make_unique(whole, "website", _website_again)
     rng = isbn_rng(7)
-    for d in one_by_one:
-        gs._finish_unique(d, websites, isbns, rng, True)
+    _make_unique(whole, "isbn", lambda _first, _k: _isbn13(rng, 1)[0])
+    one_by_one = parts()
+    finish = Finish(default_spec(3_000), 7, book_blocks=len(one_by_one))
+    for i, d in enumerate(one_by_one):
+        finish.block("book", i, d)
     for a, b in zip(whole, one_by_one):
         assert {k: v.tolist() for k, v in a.attrs.items()} == {k: v.tolist() for k, v in b.attrs.items()}
     sites = [x for d in whole for x in d.attrs.get("website", np.array([])).tolist() if x]
@@ -130,7 +134,7 @@ def test_a_failed_write_leaves_no_world_and_no_spool(tmp_path, monkeypatch):
             raise RuntimeError("disk on fire")
         real(ctx, t)
 
-    monkeypatch.setattr(gs, "apply_namesakes", failing)
+    monkeypatch.setattr(gblocks, "apply_namesakes", failing)
     with pytest.raises(RuntimeError, match="disk on fire"):
         write_graph_files(spec, 1, tmp_path / "w")
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no world, no spool, no half-written files
