@@ -12,7 +12,8 @@ that this design replaced run on the same data, and the ratios are printed:
 ``--full`` times the whole build instead (graph + validate + pages + index, as ``fictionworld
 generate`` runs it) with 1 and 2 workers, local processes or ``--ray`` tasks, and prints per
 stage entities/s and pages/s, peak RSS per process and of the whole process tree (sampled),
-disk bytes per entity, and the speed-up of 2 workers over 1 on the same machine:
+disk bytes per entity (and the peak while it builds), and the speed-up of 2 workers over 1 on the
+same machine:
 
     python benchmarks/bench_generate.py --full --sizes 100000 1000000
     python benchmarks/bench_generate.py --full --ray --sizes 100000 --workers 1 2
@@ -80,8 +81,31 @@ n, workers, use_ray, tmp, keep, validate = int(sys.argv[1]), int(sys.argv[2]), s
 from fictionworld.spec import default_spec
 from fictionworld.web.shards import build_world
 me = psutil.Process()
-peak = {"total": 0, "pss": 0, "per_process": 0, "processes": 0, "anon": 0, "per_process_anon": 0, "at_peak": []}
+peak = {"total": 0, "pss": 0, "per_process": 0, "processes": 0, "anon": 0, "per_process_anon": 0, "at_peak": [],
+        "disk_tree": 0, "disk_fs": 0}
 stop = threading.Event()
+where = {}  # "out": the build's directory, once known; "fs0": its filesystem's used bytes before
+def tree_bytes(root):
+    # bytes of the files under root, read while the build writes and deletes them; a file with
+    # several links (the joined index links the shards' segments) counted once
+    total, stack, seen = 0, [root], set()
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            st = e.stat(follow_symlinks=False)
+                            if (st.st_dev, st.st_ino) not in seen:
+                                seen.add((st.st_dev, st.st_ino))
+                                total += st.st_size
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+    return total
 def sample():
     # RSS every 0.5 s (/proc/PID/statm: cheap); PSS every 5 s (smaps_rollup walks every mapped
     # page: at 1M it cost 4.6 CPU s a build when read every 0.5 s, taken from the workers)
@@ -111,6 +135,13 @@ def sample():
         peak["pss"] = max(peak["pss"], sum(pss))
         peak["per_process"] = max(peak["per_process"], max(rss))
         peak["processes"] = max(peak["processes"], len(rss))
+        if "out" in where:
+            # disk: the build's tree every 2 s (everything it writes lies under its directory),
+            # and its filesystem's used bytes over those before it (anything else written there
+            # counts too; nothing else runs during a benchmark)
+            peak["disk_fs"] = max(peak["disk_fs"], __import__("shutil").disk_usage(where["fs"]).used - where["fs0"])
+            if k % 4 == 0:
+                peak["disk_tree"] = max(peak["disk_tree"], tree_bytes(where["out"]))
         peak["monitor_cpu_s"] = time.thread_time()
         k += 1
         stop.wait(0.5)
@@ -123,6 +154,8 @@ def progress(stage, done, total):  # a log line per stage and per tenth of it, o
         print(f"[{time.perf_counter() - T0:7.1f} s] {stage}: {done}/{total}  (total RSS {peak['total'] / 2**30:.2f} GiB so far)",
               file=sys.stderr, flush=True)
 def build(out):
+    fs = os.path.dirname(os.path.abspath(out))
+    where.update(fs=fs, fs0=__import__("shutil").disk_usage(fs).used, out=out)
     t = time.perf_counter()
     s = build_world(default_spec(n), 1, out, workers=workers, use_ray=use_ray, validate=validate, progress=progress)
     wall = time.perf_counter() - t
@@ -189,7 +222,9 @@ def full(args) -> None:
             if "anon" in p:
                 print(f"    of it anonymous (RSS less file-backed and shared pages): one process {p['per_process_anon'] / 2**30:.2f} GiB, "
                       f"all together {p['anon'] / 2**30:.2f} GiB; at the RSS peak (pid, RSS, anonymous GiB): {p['at_peak']}")  # fmt: skip
-            print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity")
+            print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity"
+                  + (f"; peak during the build: its directory {p['disk_tree'] / 2**30:.2f} GiB (read every 2 s), "
+                     f"its filesystem {p['disk_fs'] / 2**30:.2f} GiB above the start (every 0.5 s)" if "disk_tree" in p else ""))  # fmt: skip
         if len(by_workers) > 1:
             ws = sorted(by_workers)
             base = by_workers[ws[0]]["wall_s"]

@@ -98,7 +98,9 @@ class SavedWorld:
         for g in groups:
             t = self.read(g, columns)
             keep = want[_predicates(t.column("predicate"), str(self.file))]
-            if keep.any():
+            if keep.all():  # (a filter keeping every row still copies them all)
+                parts.append(self._decode(t))
+            elif keep.any():
                 parts.append(self._decode(t.filter(pa.array(keep))))
         if not parts:
             return FactTable.empty()

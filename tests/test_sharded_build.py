@@ -220,6 +220,91 @@ def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(r
     assert fingerprint(path) == reference[1]
 
 
+def test_the_store_goes_once_every_shard_is_rendered_and_a_resumed_build_needs_it_not(reference, tmp_path, monkeypatch):
+    """The render store is removed as soon as the last shard is rendered (while the last shards
+    are indexed and the pages joined), and a build stopped after that resumes from its graph
+    and shards, without making the graph or the store again, to the same world."""
+    from fictionworld.web import join, shards
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    path = tmp_path / "w"
+    build = path / BUILD_DIR
+    seen = []  # (shards rendered, whether the store was there) as each index task began
+    real_index = shards.index_shard
+
+    def index(*args):
+        rendered = len(json.loads((build / "counts.json").read_text()))
+        seen.append((rendered, (build / "store" / "store.json").exists()))
+        return real_index(*args)
+
+    monkeypatch.setattr(shards, "index_shard", index)
+    monkeypatch.setattr(join, "_join_indexes", stop)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=1, shards=3)  # (its tasks in this process, in turn)
+    assert (build / "graph" / "manifest.json").exists() and not (build / "store").exists()
+    # (the order of the tasks varies; shard 2 is indexed once every shard is rendered)
+    assert len(seen) == 3 and all(there == (rendered < 3) for rendered, there in seen) and seen[-1][0] == 3
+    monkeypatch.undo()
+    monkeypatch.setattr(shards, "make_graph", stop)  # the graph is not made again
+    summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
+    assert summary["resumed_shards"] == 3
+    assert fingerprint(path) == reference[1]
+
+
+def test_shard_files_are_written_compressed_and_read_back_whole(tmp_path):
+    """A shard's pages are written compressed (smaller than the same table written plain), and
+    the join's readers get them back: the four key columns, the batch sizes, and the text
+    dictionary trained on the same sample of pages as from the table itself."""
+    from fictionworld.web import join, shards
+    from fictionworld.web.arrow import write_arrow
+    from fictionworld.web.pagetext import TextCodec, sample_rows
+    from fictionworld.web.store import write_store
+    from generators import generate_world
+
+    world = generate_world(small_spec(3000, block=100), 4)
+    write_store(world, tmp_path / "store")
+    (tmp_path / "p").mkdir()
+    n, _, _ = shards.render_shard(str(tmp_path / "store"), 0, (0, 30), str(tmp_path / "p"))
+    shard = tmp_path / "p" / "shard-00000.arrow"
+    table = pa.ipc.open_file(pa.OSFile(str(shard))).read_all()
+    assert table.num_rows == n > 0
+    write_arrow(tmp_path / "plain.arrow", table)
+    assert shard.stat().st_size < (tmp_path / "plain.arrow").stat().st_size / 2
+    keys = ["url", "kind", "title", "layer"]
+    assert join._read_columns(shard, keys).equals(table.select(keys))
+    assert join._batch_rows(shard) == [b.num_rows for b in table.to_batches()] and len(join._batch_rows(shard)) == 30
+    texts = table.column("text").to_pylist()
+    want = TextCodec.train([texts[i] for i in sample_rows(n)])
+    assert want.raw is not None and join._text_codec([shard]).raw == want.raw
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's mappings in /proc/self/maps")
+def test_a_worker_lets_go_of_a_removed_store(tmp_path):
+    """The renderer of a store that was removed is dropped at the worker's next index task,
+    and its mappings with it (they would keep the removed files' disk space taken)."""
+    from fictionworld.web import shards
+    from fictionworld.web.store import write_store
+    from generators import generate_world
+
+    world = generate_world(small_spec(1500, block=100), 4)
+    store = tmp_path / "store"
+    write_store(world, store)
+    mapped = lambda: str(store.resolve()) in Path("/proc/self/maps").read_text()  # noqa: E731
+    shards._RENDERERS.clear()
+    try:
+        shards._renderer(str(store)).render_block(0)
+        shards._forget_removed_stores()
+        assert str(store) in shards._RENDERERS and mapped()  # (kept while the store is there)
+        shards._remove_store(tmp_path)
+        assert not store.exists()
+        shards._forget_removed_stores()
+        assert not shards._RENDERERS and not mapped()
+    finally:
+        shards._RENDERERS.clear()
+
+
 def test_an_unfinished_build_of_another_world_is_not_resumed(tmp_path):
     out = tmp_path / "w"
     (out / BUILD_DIR).mkdir(parents=True)

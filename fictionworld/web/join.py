@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.web.arrow import MappedArrow
 from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
@@ -56,9 +55,9 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
         return json.loads(done_file.read_text())
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in range(n_shards)]
     # URL clashes, page codes and directory titles need four columns of every shard (2.6 GB at
-    # 10M): mapped for random reads, those columns asked for whole, so that no more of the
-    # shards than them is read or kept mapped; the pages then pass through a batch at a time
-    cols = [MappedArrow(f, "random", will_need=_KEYS).table.select(_KEYS) for f in files]
+    # 10M): those columns are read whole, and no more of the shards; the pages then pass
+    # through a batch at a time
+    cols = [_read_columns(f, _KEYS) for f in files]
     urls, kinds, titles, layers = (
         pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(4)
     )
@@ -159,14 +158,42 @@ def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> in
 def _text_codec(files: list[Path]) -> TextCodec:
     """The page-text dictionary of the pages the shard files hold, in order: trained on the
     :func:`~fictionworld.web.pagetext.sample_rows` of them all, as :meth:`PageTable.save`
-    trains it (so the dictionary does not depend on the shards)."""
-    maps = [MappedArrow(f, "random") for f in files]  # (only the samples' pages are read)
-    counts = [m.table.num_rows for m in maps]
-    rows = sample_rows(sum(counts))
+    trains it (so the dictionary does not depend on the shards). The shards are compressed
+    (:data:`~fictionworld.web.shards.SHARD_COMPRESSION`): the text of a record batch holding
+    a sample is read whole, one batch at a time (at 10M nearly every batch holds one)."""
+    sizes = [_batch_rows(f) for f in files]
+    rows = sample_rows(sum(map(sum, sizes)))
     texts: list[str] = []
-    for m, lo, n in zip(maps, np.cumsum([0, *counts]).tolist(), counts):
-        texts += m.take("text", rows[(rows >= lo) & (rows < lo + n)] - lo).to_pylist()
+    lo = 0
+    for f, batches in zip(files, sizes):
+        with pa.OSFile(str(f)) as source:
+            reader = _reader(source, ["text"])
+            for i, n in enumerate(batches):
+                picked = rows[(rows >= lo) & (rows < lo + n)] - lo
+                if len(picked):
+                    texts += reader.get_batch(i).column(0).take(pa.array(picked)).to_pylist()
+                lo += n
     return TextCodec.train(texts)
+
+
+def _reader(source: pa.NativeFile, names: list[str]) -> ipc.RecordBatchFileReader:
+    """A reader of a shard file that reads (and decompresses) columns ``names`` alone, in the
+    file's order of columns."""
+    index = ipc.open_file(source).schema.get_field_index
+    return ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[index(n) for n in names]))
+
+
+def _read_columns(path: Path, names: list[str]) -> pa.Table:
+    """Columns ``names`` of a shard file, read whole, in that order."""
+    with pa.OSFile(str(path)) as source:
+        return _reader(source, names).read_all().select(names)
+
+
+def _batch_rows(path: Path) -> list[int]:
+    """The rows of each record batch of a shard file (one small column read)."""
+    with pa.OSFile(str(path)) as source:
+        reader = _reader(source, ["layer"])
+        return [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
 
 
 _NOT_SEGMENT_FILES = ("meta.json", ".managed.json", PID_RUNS, COMMON_TERMS, COMMON_BEST)  # (joined on their own)

@@ -42,6 +42,13 @@ __all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
 BUILD_DIR = ".building"
 CHECK_LIMIT = 20  # violations the build lists per kind
 PLAN_FORMAT = "fictionworld-build/1"
+# A shard's pages are written compressed (Arrow IPC, each buffer of each record batch): the
+# shards wait on disk until the join has copied them all into ``pages.arrow``, and were the
+# most of a build's disk at its peak (1M entities: 1.8 GiB of shards beside 0.87 GiB of joined
+# pages). zstd made 100,000 pages of a 1M world 4.4 times smaller (67.6 -> 15.3 MB), their
+# write taking 0.14 CPU s against 0.05 plain and a read 0.05 s against 0.01. Readers need not
+# know: Arrow's reader decompresses what it reads.
+SHARD_COMPRESSION = "zstd"
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -77,6 +84,18 @@ def _renderer(store: str) -> Renderer:
     if r is None:
         r = _RENDERERS[store] = Renderer(RenderStore.open(store))
     return r
+
+
+def _forget_removed_stores() -> None:
+    """Drop the renderers of stores no longer on disk (the driver removes the store once every
+    shard is rendered): their mappings would hold its disk space until the worker ends."""
+    gone = [s for s in _RENDERERS if not (Path(s) / "store.json").exists()]
+    for store in gone:
+        del _RENDERERS[store]
+    if gone:
+        import gc
+
+        gc.collect()  # (the store's Arrow buffers hold its mappings)
 
 
 def make_graph(spec: dict, seed: int, graph: str, store: str, where: tuple = ("local", 1)) -> dict:
@@ -177,7 +196,8 @@ def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str
     tmp = final.with_suffix(f".tmp{os.getpid()}")
     n = 0
     try:
-        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA) as writer:
+        options = ipc.IpcWriteOptions(compression=SHARD_COMPRESSION)
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA, options=options) as writer:
             for b in range(*blocks):
                 batch = r.render_block(b)
                 writer.write_batch(batch)
@@ -218,6 +238,7 @@ def index_shard(
     t = time.process_time()
     _WORLDS.clear()  # the index writer's heap gets the graph's memory (the renderer stays: the
     # worker renders again next, and its store is memory-mapped)
+    _forget_removed_stores()
     final = Path(index_dir)
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
     # The shard is read (not mapped) a record batch at a time, only the two columns indexed: a
@@ -304,7 +325,7 @@ def build_world(
     t = time.perf_counter()
     build.mkdir(parents=True, exist_ok=True)
     runner = RayTasks(address, workers if not address else None) if use_ray else LocalTasks(workers)
-    if (store / "store.json").exists() and (graph / "manifest.json").exists():
+    if (graph / "manifest.json").exists() and ((store / "store.json").exists() or _rendered(build, plan)):
         say("resuming", 0, 1)
         from fictionworld.world import World
 
@@ -347,6 +368,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     index_dir.mkdir(exist_ok=True)
     counts_file = build / "counts.json"
     counts: dict[int, int] = {int(k): v for k, v in json.loads(counts_file.read_text()).items()} if counts_file.exists() else {}  # fmt: skip
+    if len(counts) == len(shards):
+        _remove_store(build)  # (a build killed before it removed the store)
     indexed = {int(p.stem.split("-")[1]) for p in index_dir.glob("shard-*.done")}
     checks_file = build / "checks.json"
     violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
@@ -417,6 +440,8 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                         if kind == "render":
                             counts[s] = value
                             write_json(counts_file, counts)
+                            if len(counts) == len(shards):
+                                _remove_store(build)
                             queue_indexes(pending, queued)
                         elif kind == "index":
                             indexed.add(s)
@@ -444,6 +469,22 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     if not lexicon_done():
         raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
+
+
+def _rendered(build: Path, plan: dict | None) -> bool:
+    """Whether every shard of ``plan`` is rendered (its render store is needed no more)."""
+    counts_file = build / "counts.json"
+    return plan is not None and counts_file.exists() and len(json.loads(counts_file.read_text())) == len(plan["shards"])
+
+
+def _remove_store(build: Path) -> None:
+    """Remove the render store once every shard is rendered: nothing reads it again (a resumed
+    build goes on without it), and it lay on disk beside the shards and the joined pages, the
+    build's peak (0.68 GiB at 1M entities). Its marker goes first, so a removal cut short
+    leaves no store that looks whole. Workers let their mappings of it go at their next task."""
+    store = build / "store"
+    (store / "store.json").unlink(missing_ok=True)
+    shutil.rmtree(store, ignore_errors=True)
 
 
 class _PageJoin:
