@@ -139,9 +139,13 @@ def sample():
             # disk: the build's tree every 2 s (everything it writes lies under its directory),
             # and its filesystem's used bytes over those before it (anything else written there
             # counts too; nothing else runs during a benchmark)
-            peak["disk_fs"] = max(peak["disk_fs"], __import__("shutil").disk_usage(where["fs"]).used - where["fs0"])
+            used = __import__("shutil").disk_usage(where["fs"]).used - where["fs0"]
+            if used > peak["disk_fs"]:
+                peak["disk_fs"], peak["disk_fs_at_s"] = used, time.perf_counter() - T0
             if k % 4 == 0:
-                peak["disk_tree"] = max(peak["disk_tree"], tree_bytes(where["out"]))
+                tree = tree_bytes(where["out"])
+                if tree > peak["disk_tree"]:
+                    peak["disk_tree"], peak["disk_tree_at_s"] = tree, time.perf_counter() - T0
         peak["monitor_cpu_s"] = time.thread_time()
         k += 1
         stop.wait(0.5)
@@ -223,8 +227,9 @@ def full(args) -> None:
                 print(f"    of it anonymous (RSS less file-backed and shared pages): one process {p['per_process_anon'] / 2**30:.2f} GiB, "
                       f"all together {p['anon'] / 2**30:.2f} GiB; at the RSS peak (pid, RSS, anonymous GiB): {p['at_peak']}")  # fmt: skip
             print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity"
-                  + (f"; peak during the build: its directory {p['disk_tree'] / 2**30:.2f} GiB (read every 2 s), "
-                     f"its filesystem {p['disk_fs'] / 2**30:.2f} GiB above the start (every 0.5 s)" if "disk_tree" in p else ""))  # fmt: skip
+                  + (f"; peak during the build: its directory {p['disk_tree'] / 2**30:.2f} GiB at {p.get('disk_tree_at_s', 0):.0f} s "
+                     f"(read every 2 s), its filesystem {p['disk_fs'] / 2**30:.2f} GiB above the start at {p.get('disk_fs_at_s', 0):.0f} s "
+                     "(every 0.5 s: files removed while still open count until closed)" if "disk_tree" in p else ""))  # fmt: skip
         if len(by_workers) > 1:
             ws = sorted(by_workers)
             base = by_workers[ws[0]]["wall_s"]
