@@ -273,17 +273,23 @@ def _assemble(
 
 def _type_parts(spec: WorldSpec, seed: int, steps: list[WorldGenerator], main: dict) -> dict[str, list[TypeData]]:
     """Each type's blocks in type order, with namesakes drawn and websites and ISBNs unique."""
-    made: dict[str, list[TypeData]] = {}
-    for g in steps:
-        for o in main[g.id]:
-            for t, d in o.types.items():
-                made.setdefault(t, []).append(d)
-    parts = {t: made[t] for t in spec.counts() if t in made}
+    parts = by_type(spec, steps, main)
     finish = Finish(spec, seed, book_blocks=len(parts.get("book", [])))
     for t, ds in parts.items():
         for i, d in enumerate(ds):
             finish.block(t, i, d)
     return parts
+
+
+def by_type(spec: WorldSpec, steps: list, main: dict) -> dict[str, list]:
+    """What the block tasks made of each type (their ``types[t]``: data, or where a spool holds
+    it), block by block, the types in the spec's order."""
+    made: dict[str, list] = {}
+    for g in steps:
+        for o in main[g.id]:
+            for t, d in o.types.items():
+                made.setdefault(t, []).append(d)
+    return {t: made[t] for t in spec.counts() if t in made}
 
 
 class Finish:

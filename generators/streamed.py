@@ -201,14 +201,9 @@ class _Layout:
 
     @classmethod
     def of(cls, spec: WorldSpec, steps: list, main: dict, people: dict) -> _Layout:
-        from generators.blocks import _fact_order
+        from generators.blocks import _fact_order, by_type
 
-        made: dict[str, list[TypeInfo]] = {}
-        for g in steps:
-            for o in main[g.id]:
-                for t, info in o.types.items():
-                    made.setdefault(t, []).append(info)
-        parts = {t: made[t] for t in spec.counts() if t in made}
+        parts: dict[str, list[TypeInfo]] = by_type(spec, steps, main)
         for t, ds in parts.items():
             if not all(d.named for d in ds):
                 raise RuntimeError(f"no generator produced names for {t}")
