@@ -181,7 +181,7 @@ def test_a_wrong_or_broken_common_best_file_is_not_trusted(sharded, tmp_path):
 
 
 def test_an_index_task_gets_a_heap_for_all_of_its_pages_within_bounds():
-    from fictionworld.web.shards import INDEX_HEAP_MAX, INDEX_HEAP_MIN, INDEX_HEAP_PER_PAGE, index_heap
+    from fictionworld.web.shard_tasks import INDEX_HEAP_MAX, INDEX_HEAP_MIN, INDEX_HEAP_PER_PAGE, index_heap
 
     plenty = 64 * 2**30
     assert index_heap(0, plenty) == index_heap(10_000, plenty) == INDEX_HEAP_MIN  # a 1M world's shard

@@ -1,0 +1,252 @@
+"""The tasks of a sharded build (:mod:`~fictionworld.web.shards`): the same functions run in
+the driver, in local worker processes or as Ray tasks. Make the graph and its render store;
+render a shard's blocks to a page file; index a shard's pages; write the lexicon. A worker keeps
+what it opened (the graph, a store's renderer) for its next task, in the caches below.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from fictionworld.executors import LocalTasks, RayTasks, die_with_parent
+from fictionworld.executors import node_name as _node
+from fictionworld.web.pages import PAGE_SCHEMA
+from fictionworld.web.render import Renderer, plain_text
+from fictionworld.web.store import RenderStore, write_store
+
+__all__ = [
+    "make_graph",
+    "write_graph",
+    "render_shard",
+    "index_shard",
+    "index_heap",
+    "build_lexicon",
+    "SHARD_COMPRESSION",
+]
+
+# A shard's pages are written compressed (Arrow IPC, each buffer of each record batch): the
+# shards wait on disk until the join has copied them all into ``pages.arrow``, and were the
+# most of a build's disk at its peak (1M entities: 1.8 GiB of shards beside 0.87 GiB of joined
+# pages). zstd made 100,000 pages of a 1M world 4.4 times smaller (67.6 -> 15.3 MB), their
+# write taking 0.14 CPU s against 0.05 plain and a read 0.05 s against 0.01. Readers need not
+# know: Arrow's reader decompresses what it reads.
+SHARD_COMPRESSION = "zstd"
+
+_WORLDS: dict[str, object] = {}  # graph directory -> World, one per worker process
+_RENDERERS: dict[str, Renderer] = {}  # render store directory -> Renderer
+
+
+def _world(graph: str):
+    w = _WORLDS.get(graph)
+    if w is None:
+        from fictionworld.world import World
+
+        # The driver verified the files when it wrote or resumed the graph.
+        w = _WORLDS[graph] = World.load(graph, verify=False)
+    return w
+
+
+def _renderer(store: str) -> Renderer:
+    _WORLDS.clear()  # a worker that wrote the lexicon or ran the checks needs the graph no more
+    r = _RENDERERS.get(store)
+    if r is None:
+        r = _RENDERERS[store] = Renderer(RenderStore.open(store))
+    return r
+
+
+def _forget_removed_stores() -> None:
+    """Drop the renderers of stores no longer on disk (the driver removes the store once every
+    shard is rendered): their mappings would hold its disk space until the worker ends. Index
+    tasks call it as they start and end (at 10M entities the store is 6.8 GiB)."""
+    gone = [s for s in _RENDERERS if not (Path(s) / "store.json").exists()]
+    for store in gone:
+        del _RENDERERS[store]
+    if gone:
+        import gc
+
+        gc.collect()  # (the store's Arrow buffers hold its mappings)
+
+
+def make_graph(spec: dict, seed: int, graph: str, store: str, where: tuple = ("local", 1)) -> dict:
+    """Generate the world into ``graph`` and write its render store to ``store``, in a process
+    of its own. No process holds the whole world: the generators' block tasks spool what they
+    make, and this process writes the graph from the spools a block at a time
+    (:func:`generators.streamed.write_graph_files`); the store is written from the graph's
+    files (:func:`~fictionworld.web.store_stream.write_store_from_graph`) by a worker, beside
+    the content hash. The block tasks run on ``where``: ``("local", workers)`` (forked from
+    this process) or ``("ray",)`` (the cluster this task runs on)."""
+    from fictionworld.spec import WorldSpec
+    from fictionworld.web.store_stream import write_store_from_graph
+    from generators.streamed import write_graph_files
+
+    store = Path(store)
+    tmp = store.with_name(store.name + ".tmp")
+    for d in (store, tmp):
+        shutil.rmtree(d, ignore_errors=True)
+    tasks = LocalTasks(where[1]) if where[0] == "local" else RayTasks(None, None)
+    tasks.start([])
+
+    def store_beside(written: Path):
+        f = tasks.submit(write_store_from_graph, str(written), str(tmp))
+        return lambda: tasks.result(f)
+
+    try:
+        times = write_graph_files(WorldSpec.model_validate(spec), int(seed), graph, tasks=tasks, beside=store_beside)
+    finally:
+        tasks.stop()
+    os.replace(tmp, store)
+    return {**times, "save_s": times["write_s"] + times["hash_s"], "graph_peak_rss": _peak_rss()}
+
+
+def write_graph(world, graph: str | Path, store: str | Path) -> None:
+    """Save ``world`` (without web) to ``graph`` and its render store to ``store``; the store's
+    ``store.json`` is written last and marks the stage done. The graph is saved beside the
+    store, by the first way that fits in free memory:
+
+    - a forked child, when two more copies of this process would still fit (the child only
+      reads the world, but every page it touches may be copied, and both count in the build's
+      RSS);
+    - else a thread, when half a copy more fits: both writers' buffers are live at once, but
+      the world is shared. Much of either writer runs without the GIL (Arrow's encoders, zstd,
+      NumPy's sorts), so the two overlap: 13.4–15.0 s one after the other against 7.6–9.3 s
+      in threads at 1M, for 0.22 GiB more peak RSS (a 10M world on a 24 GiB machine saves
+      this way);
+    - else one after the other."""
+    import multiprocessing as mp
+
+    import psutil
+
+    from fictionworld.storage import save_world
+
+    graph, store = Path(graph), Path(store)
+    for d in (graph, store):
+        shutil.rmtree(d, ignore_errors=True)
+    room, rss = psutil.virtual_memory().available, psutil.Process().memory_info().rss
+    saver = None
+    if room > 3 * rss:
+        _WORLDS[str(graph)] = world  # the child inherits it
+        saver = ProcessPoolExecutor(1, mp_context=mp.get_context("fork"), initializer=die_with_parent)
+        saved = saver.submit(_save_inherited, str(graph))
+    elif room > rss // 2:
+        saver = ThreadPoolExecutor(1)
+        saved = saver.submit(save_world, world, graph, web=False)
+    else:
+        save_world(world, graph, web=False)
+    try:
+        tmp = store.with_name(store.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        write_store(world, tmp)
+        if saver is not None:
+            saved.result()
+    finally:
+        if saver is not None:
+            saver.shutdown(wait=True, cancel_futures=True)
+            _WORLDS.pop(str(graph), None)
+    os.replace(tmp, store)
+
+
+def _save_inherited(graph: str) -> None:
+    from fictionworld.storage import save_world
+
+    save_world(_WORLDS[graph], graph, web=False)
+
+
+def _peak_rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str) -> tuple[int, str, float]:
+    """Render blocks [a, b) to ``pages_dir/shard-NNNNN.arrow``; returns (page count, node)."""
+    t = time.process_time()
+    r = _renderer(store)
+    final = Path(pages_dir) / f"shard-{shard:05d}.arrow"
+    tmp = final.with_suffix(f".tmp{os.getpid()}")
+    n = 0
+    try:
+        options = ipc.IpcWriteOptions(compression=SHARD_COMPRESSION)
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, PAGE_SCHEMA, options=options) as writer:
+            for b in range(*blocks):
+                batch = r.render_block(b)
+                writer.write_batch(batch)
+                n += batch.num_rows
+    finally:
+        r.store.release()  # (the worker keeps the renderer for its next shard, not the pages read)
+    os.replace(tmp, final)
+    return n, _node(), time.process_time() - t
+
+
+# The index writer's memory: tantivy writes a segment each time its heap fills, and a term
+# lookup costs about a microsecond in every segment, several times per query clause (README,
+# "Where search stands"). A shard's heap is sized to hold all of its pages (about 370 bytes
+# each: 256 MB filled at 0.7M pages of the 10M world), so that each shard is one segment where
+# memory allows, and never less than INDEX_HEAP_MIN (one segment per shard at 1M either way).
+INDEX_HEAP_MIN = 256_000_000
+INDEX_HEAP_PER_PAGE = 480  # bytes, with room: a segment cut short leaves a small one behind
+INDEX_HEAP_MAX = 3_000_000_000  # tantivy takes under 4 GB per indexing thread
+INDEX_HEAP_MEMORY_SHARE = 0.2  # of the memory available when the task starts
+
+
+def index_heap(pages: int, available: int) -> int:
+    """Bytes of index-writer heap for a shard of ``pages`` pages, ``available`` bytes free."""
+    want = max(INDEX_HEAP_MIN, pages * INDEX_HEAP_PER_PAGE)
+    return int(max(INDEX_HEAP_MIN, min(want, INDEX_HEAP_MAX, INDEX_HEAP_MEMORY_SHARE * available)))
+
+
+def index_shard(
+    pages_file: str, offset: int, index_dir: str, heap: int | None = None, terms_above: float = 0.0
+) -> tuple[int, str, float]:
+    """Index a shard's pages as page ids ``offset``… into ``index_dir`` (its own segments),
+    listing its terms on more than ``terms_above`` of them (:data:`~fictionworld.web.index.COMMON_TERMS`);
+    ``heap``: the writer's bytes (default :func:`index_heap`)."""
+    import psutil
+
+    from fictionworld.web.index import TantivyIndex
+
+    t = time.process_time()
+    _WORLDS.clear()  # the index writer's heap gets the graph's memory (the renderer stays: the
+    # worker renders again next, and its store is memory-mapped)
+    _forget_removed_stores()
+    final = Path(index_dir)
+    tmp = final.with_name(final.name + f".tmp{os.getpid()}")
+    # The shard is read (not mapped) a record batch at a time, only the two columns indexed: a
+    # mapping keeps every page it read in the process's RSS until it is let go (a shard's file
+    # is 2.3 GiB at 10M)
+    with pa.OSFile(pages_file, "r") as source:
+        columns = ipc.open_file(source).schema.get_field_index
+        if heap is None:
+            titles = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[columns("title")]))
+            pages = sum(titles.get_batch(i).num_rows for i in range(titles.num_record_batches))
+            heap = index_heap(pages, psutil.virtual_memory().available)
+        reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[columns("title"), columns("text")]))
+        batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        docs = (
+            (title, plain_text(text))
+            for batch in batches
+            for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist())
+        )
+        n = TantivyIndex.build(docs, tmp, heap=heap, first_id=offset, terms_above=terms_above).num_docs
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    _forget_removed_stores()  # (removed while this task ran: the last index tasks run beside the join)
+    return n, _node(), time.process_time() - t
+
+
+def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
+    """The linker and entity names of the web's lexicon (:mod:`fictionworld.web.lexicon`),
+    written beside the rendering; the driver adds the speller at the end."""
+    from fictionworld.web.lexicon import entity_forms, write_lexicon
+    from fictionworld.web.linker import EntityLinker
+
+    t = time.process_time()
+    e = _world(graph).entities
+    write_lexicon(target, EntityLinker(e.name.tolist(), e.aliases.tolist()), entity_forms(e))
+    return None, _node(), time.process_time() - t
