@@ -209,6 +209,27 @@ def test_file_digests_catch_a_changed_byte_and_a_short_file(saved_world, tmp_pat
         load_world(saved_world, verify="yes")
 
 
+def test_a_manifest_with_the_older_blake2b_digests_is_checked_with_them(saved_world, tmp_path):
+    import hashlib
+
+    d = _copy(saved_world, tmp_path)
+    m = json.loads((d / "manifest.json").read_text())
+    for name in m["files"]:
+        data = (d / name).read_bytes()
+        m["files"][name] = {"bytes": len(data), "blake2b": hashlib.blake2b(data, digest_size=20).hexdigest()}
+    (d / "manifest.json").write_text(json.dumps(m))
+    assert isinstance(load_world(d, verify="files").entities, LazyColumns)  # verified by its digests
+    data = bytearray((d / "entities.parquet").read_bytes())
+    data[len(data) // 3] ^= 0x20
+    (d / "entities.parquet").write_bytes(bytes(data))
+    with pytest.raises(WorldFormatError, match="entities.parquet does not match the manifest's digest"):
+        load_world(d, verify="files")
+    m["files"]["facts.parquet"] = {"bytes": m["files"]["facts.parquet"]["bytes"], "md5": "0" * 32}
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(WorldFormatError, match="file digests are of no known kind"):
+        load_world(d, verify="files")
+
+
 def test_a_manifest_without_digests_is_checked_by_content(saved_world, tmp_path):
     d = _copy(saved_world, tmp_path)
     m = json.loads((d / "manifest.json").read_text())
@@ -283,6 +304,38 @@ def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path)
             load_world(d).web  # noqa: B018
     np.save(d / "pages.codes.npy", codes)
     assert load_world(d).web.pages.kind_code.tolist() == codes[0].tolist()
+
+
+def test_the_saved_article_map_is_read_and_checked_not_trusted(saved_world, world, tmp_path):
+    d = _copy(saved_world, tmp_path)
+    articles = np.load(d / "pages.articles.npy")
+    served = load_world(d, verify=False).web
+    assert isinstance(served.pages.articles, np.ndarray) and served.pages.articles.tolist() == articles.tolist()
+    ids = world.entities.ids
+    urls = [served.article_url_of(ids[r]) for r in range(0, len(ids), 7)]
+    (d / "pages.articles.npy").unlink()  # a web saved before the map: made from the pages on first use
+    made = load_world(d, verify=False).web
+    assert made.pages.articles is None and made._article_of.tolist() == articles.tolist()
+    assert [made.article_url_of(ids[r]) for r in range(0, len(ids), 7)] == urls
+    name = world.entities.name[3]
+    assert made.search(name, 5) == served.search(name, 5)
+    swapped = articles.copy()
+    swapped[[3, 4]] = swapped[[4, 3]]  # two entities' articles exchanged: each row names another's
+    np.save(d / "pages.articles.npy", swapped)
+    bad = load_world(d, verify=False).web
+    assert bad.article_url_of(ids[5]) == served.article_url_of(ids[5])  # the rest still read
+    with pytest.raises(WebError, match="entity row 3's article is not page"):
+        bad.search(name, 5)  # the name links entity 3, whose article the map gets wrong
+    np.save(d / "pages.articles.npy", articles[:-1])
+    with pytest.raises(WebError, match=f"a map of {len(ids) - 1:,} entities, the world has {len(ids):,}"):
+        load_world(d, verify=False).web.article_url_of(ids[0])
+    for junk in (b"not an array", (d / "pages.articles.npy").read_bytes()[:60]):
+        (d / "pages.articles.npy").write_bytes(junk)
+        with pytest.raises(WebError, match="pages.articles.npy: not a NumPy array"):
+            load_world(d, verify=False).web  # noqa: B018
+    np.save(d / "pages.articles.npy", articles.astype(np.float32))
+    with pytest.raises(WebError, match="not a map of entities to article rows"):
+        load_world(d, verify=False).web  # noqa: B018
 
 
 def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):

@@ -29,6 +29,7 @@ def fingerprint(path: Path) -> dict:
         "pages": (path / "pages.arrow").read_bytes(),
         "url_order": (path / "pages.url-order.npy").read_bytes(),
         "codes": (path / "pages.codes.npy").read_bytes(),
+        "articles": (path / "pages.articles.npy").read_bytes(),
         "lexicon": {f.name: f.read_bytes() for f in sorted((path / "lexicon").iterdir())},
         "common_best": (path / "index" / "common-best.json").read_bytes(),
         "results": results,
@@ -55,7 +56,7 @@ def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_p
     assert got["hash"] == want["hash"] == got["manifest"]
     assert got["pages"] == want["pages"]  # byte for byte
     assert got["url_order"] == want["url_order"] and got["lexicon"] == want["lexicon"]
-    assert got["codes"] == want["codes"]
+    assert got["codes"] == want["codes"] and got["articles"] == want["articles"]
     assert got["common_best"] == want["common_best"]  # shards' candidate terms miss no common clause
     assert got["results"] == want["results"]
     assert any(got["results"])
@@ -74,6 +75,12 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
     saved = fingerprint(tmp_path / "w")
     assert (saved["url_order"], saved["lexicon"]) == (reference[1]["url_order"], reference[1]["lexicon"])
     assert saved["codes"] == reference[1]["codes"]
+    assert saved["articles"] == reference[1]["articles"]
+    articles = np.load(tmp_path / "w" / "pages.articles.npy")  # each entity's article, read off the pages
+    kinds, about = rendered.kind_code, rendered.entity
+    assert len(articles) == len(world.entities) and (articles >= 0).all()
+    assert (kinds[articles] == kinds[articles[0]]).all() and (about[articles] == np.arange(len(articles))).all()
+    assert rendered.kind_of(int(articles[0])) == "article"
     assert saved["common_best"] == reference[1]["common_best"]  # one index's walk = the shards' terms
     assert saved["pages"] == reference[1]["pages"]  # the same dictionary and frames, byte for byte
 

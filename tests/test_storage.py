@@ -1,11 +1,11 @@
 """Format fictionworld/1: round trip, and a clear one-line error for every kind of bad directory."""
 
-import hashlib
 import json
 import shutil
 
 import numpy as np
 import pytest
+import xxhash
 
 import fictionworld as fw
 from fictionworld.storage import WorldFormatError, load_world
@@ -38,6 +38,7 @@ def test_layout_and_manifest(saved_world, world):
         "pages.arrow",
         "pages.url-order.npy",
         "pages.codes.npy",
+        "pages.articles.npy",
         "index",
         "lexicon",
         "web.json",
@@ -46,7 +47,7 @@ def test_layout_and_manifest(saved_world, world):
     assert m["format"] == "fictionworld/1"
     for name in ("entities.parquet", "facts.parquet"):
         data = (saved_world / name).read_bytes()
-        assert m["files"][name] == {"bytes": len(data), "blake2b": hashlib.blake2b(data, digest_size=20).hexdigest()}
+        assert m["files"][name] == {"bytes": len(data), "xxh3_128": xxhash.xxh3_128(data).hexdigest()}
     assert m["world_hash"] == world.world_hash
     assert m["counts"]["entities"] == len(world.entities)
     assert "people-v0" in m["generators"]

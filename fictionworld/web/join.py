@@ -27,6 +27,8 @@ from fictionworld.web.pages import (
     PAGE_BATCH,
     PAGE_SCHEMA,
     WebError,
+    article_map,
+    articles_path,
     codes_path,
     compress_text,
     page_codes,
@@ -42,7 +44,7 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 PAGES_DONE = "pages.json"  # in the build directory: the page half of the join is finished
-_KEYS = ["url", "kind", "title", "layer"]  # the columns of every shard that the join reads at once
+_KEYS = ["url", "kind", "title", "layer", "entity"]  # the columns of every shard that the join reads at once
 
 
 def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
@@ -54,18 +56,23 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     if done_file.exists():
         return json.loads(done_file.read_text())
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in range(n_shards)]
-    # URL clashes, page codes and directory titles need four columns of every shard (2.6 GB at
-    # 10M): those columns are read whole, and no more of the shards; the pages then pass
-    # through a batch at a time
+    # URL clashes, page codes, directory titles and the entities' articles need five columns
+    # of every shard (2.7 GB at 10M): those columns are read whole, and no more of the shards;
+    # the pages then pass through a batch at a time
     cols = [_read_columns(f, _KEYS) for f in files]
     urls, kinds, titles, layers = (
         pa.chunked_array([c for t in cols for c in t.column(i).chunks], pa.string()) for i in range(4)
     )
-    np.save(build / "pages.codes.npy", page_codes(pa.table({"kind": kinds, "layer": layers})))
+    codes = page_codes(pa.table({"kind": kinds, "layer": layers}))
+    np.save(build / "pages.codes.npy", codes)
+    entity = np.concatenate([t.column("entity").to_numpy() for t in cols])
+    manifest = json.loads((graph / "manifest.json").read_text())
+    np.save(build / "pages.articles.npy", article_map(codes[0], entity, manifest["counts"]["entities"]))
+    del entity
     order = url_order(urls)  # finds the clashes, and is the final order unless one is renamed
     renamed = unique_urls(urls, kinds, order)
     directories = list_titles(kinds, titles)
-    world_hash = json.loads((graph / "manifest.json").read_text())["world_hash"]
+    world_hash = manifest["world_hash"]
     lexicon = build / "lexicon"
 
     def beside_the_copy(urls: pa.ChunkedArray) -> np.ndarray:
@@ -109,6 +116,8 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     os.replace(build / "pages.arrow", out / "pages.arrow")
     os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
     os.replace(build / "pages.codes.npy", codes_path(out / "pages.arrow"))
+    if (build / "pages.articles.npy").exists():  # (not there when a build joined before it was kept: made on first use)
+        os.replace(build / "pages.articles.npy", articles_path(out / "pages.arrow"))
     for name in ("index", "lexicon"):
         if (out / name).exists():
             shutil.rmtree(out / name)

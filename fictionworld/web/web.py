@@ -37,6 +37,9 @@ from fictionworld.web.pages import (
     PageTable,
     SearchResult,
     WebError,
+    article_map,
+    articles_path,
+    save_array,
 )
 from fictionworld.web.render import RENDERER, plain_text, render_pages
 from fictionworld.web.session import (  # noqa: F401  (FAULT_TEXT: importable from here too)
@@ -80,6 +83,10 @@ def web_manifest(world_hash: str, web_spec: dict, pages: int, index: SearchBacke
         "block": web_spec.get("block"),
         "pages": pages,
     }
+
+
+ARTICLES_FILE = articles_path(Path("pages.arrow")).name
+_ARTICLE = PAGE_KINDS.index("article")
 
 
 class Web:
@@ -144,6 +151,7 @@ class Web:
                 shutil.rmtree(target)
             shutil.copytree(self.index.path, target)
         self.pages.save(d / "pages.arrow")
+        save_array(articles_path(d / "pages.arrow"), self._article_of)
         forms = self.lexicon.forms if self.lexicon is not None else entity_forms(self.world.entities)
         write_lexicon(d / LEXICON_DIR, self.linker, forms)
         finish_lexicon(d / LEXICON_DIR, self._speller, self.world.world_hash)
@@ -202,10 +210,28 @@ class Web:
 
     @cached_property
     def _article_of(self) -> np.ndarray:
-        """Entity row -> page row of its encyclopedia article."""
-        out = np.full(len(self.world.entities), -1, np.int64)
-        rows = np.flatnonzero(self.pages.kind_code == PAGE_KINDS.index("article"))
-        out[self.pages.entity[rows]] = rows
+        """Entity row -> page row of its encyclopedia article (-1: none): the map saved beside
+        the pages (memory-mapped), else made from every page's kind (:func:`article_map`).
+        Read through :meth:`articles_of`, which checks what it reads."""
+        saved = self.pages.articles
+        if saved is None:
+            return article_map(self.pages.kind_code, self.pages.entity, len(self.world.entities))
+        if len(saved) != len(self.world.entities):
+            raise WebError(
+                f"{ARTICLES_FILE}: a map of {len(saved):,} entities, the world has {len(self.world.entities):,}; rebuild it"
+            )
+        return saved
+
+    def articles_of(self, rows: list[int]) -> list[int]:
+        """The article page rows of entity ``rows`` (-1: none). A saved map is read, not
+        trusted: each row it gives must be an article about that entity (WebError if not)."""
+        m, kind, entity, n = self._article_of, self.pages.kind_code, self.pages.entity, len(self.pages)
+        out = []
+        for r in rows:
+            a = int(m[r])
+            if a != -1 and not (0 <= a < n and kind[a] == _ARTICLE and entity[a] == r):
+                raise WebError(f"{ARTICLES_FILE}: entity row {r}'s article is not page {a} (corrupt); rebuild it")
+            out.append(a)
         return out
 
     @cached_property
@@ -239,7 +265,7 @@ class Web:
         return " ".join(out) if changed else ""
 
     def article_url_of(self, entity_id: str) -> str:
-        return self.pages.urls[int(self._article_of[self.world.row(entity_id)])]
+        return self.pages.urls[self.articles_of([self.world.row(entity_id)])[0]]
 
     def rates(self, knobs: Knobs) -> np.ndarray:
         return np.array([knobs.rate_of(layer) for layer in LAYERS], np.float32)
@@ -288,8 +314,8 @@ class Web:
         top = float(scores[0]) if len(scores) else 0.0
         out: list[Hit] = []
         seen: set[int] = set()
-        for link in links:
-            art = int(self._article_of[link.row])
+        arts = self.articles_of([link.row for link in links])
+        for link, art in zip(links, arts):
             if art >= 0 and art not in seen:
                 out.append(Hit(art, top + link.score / 100))
                 seen.add(art)
@@ -340,9 +366,9 @@ class Web:
         off the fact table (its subject column, read whole on first use)."""
         subjects = {self.world.row(e) for e in entity_ids}
         if int(self.pages.entity[row]) not in subjects:
-            arts = self._article_of[np.array(sorted(subjects), np.int64)]
-            if (arts >= 0).all():
-                on = {i for a in arts.tolist() for i in self.pages.column("fact_ids", a)}
+            arts = self.articles_of(sorted(subjects))
+            if all(a >= 0 for a in arts):
+                on = {i for a in arts for i in self.pages.column("fact_ids", a)}
                 return tuple(i for i in fact_ids if i in on)
         f = self.world.facts
         rows = np.searchsorted(f.id, np.array(fact_ids, np.int64))
