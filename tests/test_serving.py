@@ -21,7 +21,7 @@ from fictionworld.storage import WorldFormatError, load_world
 from fictionworld.tables import LazyColumns
 from fictionworld.web import WebError
 from fictionworld.web.arrow import write_arrow
-from fictionworld.web.linker import MIN_SIMILARITY, Speller, tail3_path
+from fictionworld.web.linker import MIN_SIMILARITY, Speller, keys_path, tail3_path
 
 
 def literal_correct(vocab: set[str], word: str) -> list[str]:
@@ -69,13 +69,20 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
     speller.save(tmp_path / "p.arrow")
     plain.save(tmp_path / "p.arrow")  # (over a table saved with one: its key goes too)
     assert not tail3_path(tmp_path / "p.arrow").exists() and tail3_path(tmp_path / "s.arrow").exists()
-    spellers = (speller, opened, plain, Speller.open(tmp_path / "p.arrow"))
-    assert [x.tail3 is not None for x in spellers] == [True, True, False, False]
+    assert opened.words._keys is not None and opened._tail3._keys is not None  # read, not made
+    # without the prefix keys (a table saved before them): made on first use
+    (tmp_path / "k").mkdir()
+    for f in ("s.arrow", "s.tail3.arrow"):
+        (tmp_path / "k" / f).write_bytes((tmp_path / f).read_bytes())
+    unkeyed = Speller.open(tmp_path / "k" / "s.arrow")
+    assert unkeyed.words._keys is None and not keys_path(tmp_path / "k" / "s.arrow").exists()
+    spellers = (speller, opened, plain, Speller.open(tmp_path / "p.arrow"), unkeyed)
+    assert [x.tail3 is not None for x in spellers] == [True, True, False, False, True]
     queries = [edits(w, rng) for w in rng.sample(sorted(vocab), 400)] + rng.sample(sorted(vocab), 100)
     queries += ["", "a", "zzzzzzzzzzzzzzzzzzzzzzz", "1234", "ß" * 5]
     for q in queries:
         want = literal_correct(vocab, q)
-        assert [x.correct(q) for x in spellers] == [want] * 4, q
+        assert [x.correct(q) for x in spellers] == [want] * 5, q
     # one edit away from a word of 4+ letters is never out of reach: the word, or one as close, is found
     for w in rng.sample(sorted(w for w in vocab if len(w) >= 4 and not w.isdigit()), 300):
         q = edits(w, rng)
@@ -108,6 +115,27 @@ def test_a_broken_last_three_letters_key_is_refused(tmp_path):
         Speller.open(tmp_path / "s.arrow")
     tail3_path(tmp_path / "s.arrow").write_bytes(good)
     assert Speller.open(tmp_path / "s.arrow").correct("axwordsmitgl") == Speller(vocab).correct("axwordsmitgl")
+
+
+def test_broken_prefix_keys_are_refused(tmp_path):
+    """A speller's saved prefix keys that are not its columns' (a count that does not fit,
+    another type, out of order, another vocabulary's, garbage) are a ValueError naming the file,
+    not a word looked up in the wrong place."""
+    vocab = [f"{a}{b}{c}wordsmith" for a in "abcdef" for b in "ghijkl" for c in "mnopqr"]
+    Speller(vocab).save(tmp_path / "s.arrow")
+    Speller([w.upper() for w in vocab]).save(tmp_path / "o.arrow")  # the same size, other words
+    good = np.load(keys_path(tmp_path / "s.arrow"))
+    other = np.load(keys_path(tmp_path / "o.arrow"))
+    assert good.shape == other.shape and (good != other).any()
+    for bad in (good[:-1], good.astype(np.int64), good[::-1].copy(), other):
+        np.save(keys_path(tmp_path / "s.arrow"), bad)
+        with pytest.raises(ValueError, match="s.keys.npy"):
+            Speller.open(tmp_path / "s.arrow")
+    keys_path(tmp_path / "s.arrow").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="s.keys.npy: not a NumPy array"):
+        Speller.open(tmp_path / "s.arrow")
+    np.save(keys_path(tmp_path / "s.arrow"), good)
+    assert Speller.open(tmp_path / "s.arrow").correct("bhmwordsmitj") == Speller(vocab).correct("bhmwordsmitj")
 
 
 def test_url_lookup_finds_every_page_and_nothing_else(world):

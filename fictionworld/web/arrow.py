@@ -262,15 +262,17 @@ class Strings(Sequence):
     ``strings[i]`` reads one value, so nothing is built per row up front.
 
     :meth:`bisect_left` / :meth:`bisect_right` search a sorted column: by the first 8 bytes
-    of every ``STRIDE``-th string first (one ``searchsorted`` over a uint64 array, made with
-    array operations on first use: 19 ms for the 3.2M words of a 10M world, where a key for
-    every word took 0.6–1.0 s), then among the strings between (a few, unless many share
-    those bytes); a plain ``bisect`` would read about 20 strings through Python for a million."""
+    of every ``STRIDE``-th string first (one ``searchsorted`` over a uint64 array, given as
+    saved or made with array operations on first use: 19 ms for the 3.2M words of a 10M world,
+    where a key for every word took 0.6–1.0 s), then among the strings between (a few, unless
+    many share those bytes); a plain ``bisect`` would read about 20 strings through Python for
+    a million."""
 
     __slots__ = ("arr", "_keys", "_chunks", "_starts")
     STRIDE = 16  # one key per this many strings
 
-    def __init__(self, column: pa.Array | pa.ChunkedArray):
+    def __init__(self, column: pa.Array | pa.ChunkedArray, keys: np.ndarray | None = None):
+        """``keys``: :attr:`prefix_keys` as saved (checked here); default: made on first use."""
         if isinstance(column, pa.ChunkedArray) and column.num_chunks == 1:
             column = column.chunk(0)
         self.arr = column
@@ -280,6 +282,31 @@ class Strings(Sequence):
         # 5.9 against 2.6 us over the 40 batches of a 1M world's pages)
         self._chunks = column.chunks if isinstance(column, pa.ChunkedArray) else None
         self._starts = np.cumsum([0, *map(len, self._chunks)]).tolist() if self._chunks is not None else None
+        if keys is not None:
+            self._keys = self._checked(keys)
+
+    @property
+    def prefix_keys(self) -> np.ndarray:
+        """The first 8 UTF-8 bytes of every ``STRIDE``-th string, as big-endian uint64: what
+        :meth:`bisect_left` narrows by. Made on first use (at 10M entities 13-93 ms for each of
+        a speller's columns, most of it reading pages of the column for the first time), unless
+        given saved (:meth:`Speller.save`)."""
+        if self._keys is None:
+            self._keys = _prefix_keys(self.arr, self.STRIDE)
+        return self._keys
+
+    def _checked(self, keys: np.ndarray) -> np.ndarray:
+        """``keys`` if they are this column's, as far as a few reads can tell: one per stride,
+        uint64, ascending, and equal to the strings' at 17 rows spread over the column."""
+        n = -(-len(self) // self.STRIDE)
+        if keys.shape != (n,) or keys.dtype != np.uint64:
+            raise ValueError(f"not the prefix keys of {len(self):,} strings (shape {keys.shape}, {keys.dtype})")
+        at = np.unique(np.linspace(0, n - 1, 17).astype(np.int64)) if n else np.zeros(0, np.int64)
+        if (n and (keys[1:] < keys[:-1]).any()) or any(
+            keys[k] != _prefix_key(self[int(k) * self.STRIDE]) for k in at.tolist()
+        ):
+            raise ValueError(f"not the prefix keys of these {len(self):,} strings")
+        return keys
 
     def __len__(self) -> int:
         return len(self.arr)
@@ -345,12 +372,11 @@ class Strings(Sequence):
         every row of [b, hi) after it: by the keys of every ``STRIDE``-th row, a key smaller
         than ``x``'s sorting before it, a greater one after (UTF-8 keeps code point order)."""
         step = self.STRIDE
-        if self._keys is None:
-            self._keys = _prefix_keys(self.arr, step)
+        keys = self.prefix_keys
         k = _prefix_key(x)
         # (the array's method: the np.searchsorted wrapper costs three times as much per call)
-        before = int(self._keys.searchsorted(k, "left"))  # keyed rows sorting before x
-        after = int(self._keys.searchsorted(k, "right"))  # the first keyed row after x
+        before = int(keys.searchsorted(k, "left"))  # keyed rows sorting before x
+        after = int(keys.searchsorted(k, "right"))  # the first keyed row after x
         a = (before - 1) * step + 1 if before else 0
         b = min(after * step, len(self))
         a = min(max(lo, a), hi)
