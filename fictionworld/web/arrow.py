@@ -232,6 +232,14 @@ def write_arrow(path: str | Path, table: pa.Table, max_chunksize: int | None = N
         writer.write_table(table, max_chunksize=max_chunksize)
 
 
+def save_array(target: Path, array: np.ndarray) -> None:
+    """``np.save`` beside ``target``, then moved there (a process mapping the file it
+    replaces goes on reading the old one, never a half-written one)."""
+    with open(f"{target}.tmp{os.getpid()}", "wb") as f:
+        np.save(f, array)
+    os.replace(f.name, target)
+
+
 def numpy_of(column: pa.Array | pa.ChunkedArray, dtype) -> np.ndarray:
     """A fixed-width column without nulls (ints, floats, dates as their ``dtype`` integers) as
     one NumPy array, read off its buffers: pyarrow's ``to_numpy`` imports pandas on first use

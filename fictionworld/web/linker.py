@@ -27,7 +27,7 @@ from rapidfuzz.distance import OSA
 
 from fictionworld.folding import LETTERS, fold
 from fictionworld.tables import runs
-from fictionworld.web.arrow import Strings, int64_array, numpy_of, read_arrow, write_arrow
+from fictionworld.web.arrow import Strings, int64_array, numpy_of, read_arrow, save_array, write_arrow
 
 __all__ = ["EntityLinker", "Link", "Speller", "affix", "speller_table", "words"]
 
@@ -145,7 +145,7 @@ class Speller:
             write_arrow(tail3_path(path), self.tail3)
         else:  # not another table's key left beside this one
             tail3_path(path).unlink(missing_ok=True)
-        np.save(keys_path(path), np.concatenate([c.prefix_keys for c in self._key_columns()]))
+        save_array(keys_path(path), np.concatenate([c.prefix_keys for c in self._key_columns()]))
 
     def __len__(self) -> int:
         return len(self.words)

@@ -20,7 +20,7 @@ import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
-from fictionworld.web.arrow import MappedArrow, Strings, numpy_of
+from fictionworld.web.arrow import MappedArrow, Strings, numpy_of, save_array
 from fictionworld.web.pagetext import TextCodec, Texts, codec_of, sample_rows, stored_schema
 
 __all__ = [
@@ -365,13 +365,6 @@ def article_map(kind_code: np.ndarray, entity: np.ndarray, entities: int) -> np.
     rows = np.flatnonzero(kind_code == PAGE_KINDS.index("article"))
     out[entity[rows]] = rows
     return out
-
-
-def save_array(target: Path, array: np.ndarray) -> None:
-    """``np.save`` beside ``target``, then moved there (a mapped file is never seen half written)."""
-    with open(f"{target}.tmp{os.getpid()}", "wb") as f:
-        np.save(f, array)
-    os.replace(f.name, target)
 
 
 def page_codes(table: pa.Table) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 from fictionworld.folding import fold_phrase
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import mix64
+from fictionworld.web.arrow import save_array
 from fictionworld.web.index import SearchBackend, TantivyIndex
 from fictionworld.web.lexicon import (
     LEXICON_DIR,
@@ -39,7 +40,6 @@ from fictionworld.web.pages import (
     WebError,
     article_map,
     articles_path,
-    save_array,
 )
 from fictionworld.web.render import RENDERER, plain_text, render_pages
 from fictionworld.web.session import (  # noqa: F401  (FAULT_TEXT: importable from here too)
