@@ -232,6 +232,15 @@ def write_arrow(path: str | Path, table: pa.Table, max_chunksize: int | None = N
         writer.write_table(table, max_chunksize=max_chunksize)
 
 
+def map_array(path: Path) -> np.ndarray:
+    """The NumPy array saved at ``path``, memory-mapped, as a plain ndarray (indexing a memmap
+    costs a Python call more); a ValueError naming the file when it holds no array."""
+    try:
+        return np.load(path, mmap_mode="r").view(np.ndarray)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{Path(path).name}: not a NumPy array ({e})") from None
+
+
 def save_array(target: Path, array: np.ndarray) -> None:
     """``np.save`` beside ``target``, then moved there (a process mapping the file it
     replaces goes on reading the old one, never a half-written one)."""

@@ -27,7 +27,7 @@ from rapidfuzz.distance import OSA
 
 from fictionworld.folding import LETTERS, fold
 from fictionworld.tables import runs
-from fictionworld.web.arrow import Strings, int64_array, numpy_of, read_arrow, save_array, write_arrow
+from fictionworld.web.arrow import Strings, int64_array, map_array, numpy_of, read_arrow, save_array, write_arrow
 
 __all__ = ["EntityLinker", "Link", "Speller", "affix", "speller_table", "words"]
 
@@ -121,12 +121,7 @@ class Speller:
                 or (len(ids) and not 0 <= ids.min() <= ids.max() < table.num_rows)
             ):
                 raise ValueError(f"{tail3_path(path).name}: not the last-three-letters key of {path.name}")
-        keys = None
-        if keys_path(path).exists():
-            try:
-                keys = np.load(keys_path(path), mmap_mode="r").view(np.ndarray)
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{keys_path(path).name}: not a NumPy array ({e})") from None
+        keys = map_array(keys_path(path)) if keys_path(path).exists() else None
         try:
             return cls(table=table, tail3=tail3, keys=keys)
         except ValueError as e:

@@ -20,7 +20,7 @@ import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
-from fictionworld.web.arrow import MappedArrow, Strings, numpy_of, save_array
+from fictionworld.web.arrow import MappedArrow, Strings, map_array, numpy_of, save_array
 from fictionworld.web.pagetext import TextCodec, Texts, codec_of, sample_rows, stored_schema
 
 __all__ = [
@@ -309,19 +309,16 @@ class PageTable:
             raise ValueError(f"{path.name}: unexpected columns {table.schema.names}")
         order = codes = None
         if url_order_path(path).exists():
-            order = np.load(url_order_path(path), mmap_mode="r")
+            order = map_array(url_order_path(path))
             if order.shape != (table.num_rows,) or order.dtype.kind != "i":
                 raise ValueError(f"{url_order_path(path).name}: not the URL order of {table.num_rows:,} pages")
         if codes_path(path).exists():
-            codes = np.load(codes_path(path), mmap_mode="r").view(np.ndarray)  # (indexing a memmap costs more)
+            codes = map_array(codes_path(path))
             if not _codes_fit(codes, table.num_rows):
                 raise ValueError(f"{codes_path(path).name}: not the kind and layer codes of {table.num_rows:,} pages")
         articles = None
         if articles_path(path).exists():
-            try:
-                articles = np.load(articles_path(path), mmap_mode="r").view(np.ndarray)
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{articles_path(path).name}: not a NumPy array ({e})") from None
+            articles = map_array(articles_path(path))
             if articles.ndim != 1 or articles.dtype.kind != "i":
                 raise ValueError(f"{articles_path(path).name}: not a map of entities to article rows")
         return cls(table, order, codes, mapped, codec, articles)
