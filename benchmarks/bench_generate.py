@@ -203,7 +203,7 @@ def full(args) -> None:
             print(
                 f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)"
             )
-            print(f"  graph (generate to spools, write the graph, hash it beside the render store) {t['graph_s']:.1f} s "
+            print(f"  graph (generate to spools, write the graph, hash it; the render store written beside both) {t['graph_s']:.1f} s "
                   f"({r['entities'] / t['graph_s']:,.0f} entities/s; generate {t.get('generate_s', 0):.1f} s, "
                   f"write {t.get('write_s', 0):.1f} s, hash {t.get('hash_s', 0):.1f} s, then the store {t.get('beside_wait_s', 0):.1f} s more; "
                   f"peak RSS of its driver {t.get('graph_peak_rss', 0) / 2**30:.2f} GiB)")  # fmt: skip

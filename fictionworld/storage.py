@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+from itertools import chain
 from pathlib import Path
 from typing import Literal
 
@@ -77,12 +78,22 @@ def entity_rows_table(e, cultures: list[str]) -> pa.Table:
             pa.array(e.ids.tolist(), pa.string()),
             _dict_array(e.type_code.astype(np.int16), list(TYPE_NAMES), pa.int16()),
             pa.array(e.name.tolist(), pa.string()),
-            pa.array([list(a) for a in e.aliases.tolist()], pa.list_(pa.string())),
+            string_lists(e.aliases),
             _dict_array(np.array([code[c] for c in e.culture.tolist()], np.int8), cultures, pa.int8()),
             pa.array(e.namesake_group, pa.int32(), mask=e.namesake_group < 0),
         ],
         schema=ENTITY_SCHEMA,
     )
+
+
+def string_lists(rows) -> pa.ListArray:
+    """Tuples (or lists) of strings, one per row, as an Arrow list column: the same column as
+    ``pa.array([list(r) for r in rows], pa.list_(pa.string()))`` without a Python list made per
+    row (that took 0.84 s of writing a 1M world's entities)."""
+    sizes = np.fromiter(map(len, rows), np.int32, len(rows))
+    offsets = np.zeros(len(sizes) + 1, np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(list(chain.from_iterable(rows)), pa.string()))
 
 
 ENTITY_ROW_GROUP = 1 << 20  # (Parquet's default)

@@ -187,3 +187,26 @@ def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path,
     joined = read_arrow(tmp_path / "pages.arrow")
     assert joined.column("url").to_pylist() == want
     assert list(Texts(joined.column("text"), codec_of(joined.schema))) == [f"page {i}" for i in range(total)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_make_graph_writes_the_graph_and_store_that_the_world_in_memory_gives(tmp_path, workers):
+    """With two workers the store's entity half runs beside the rest of the graph's write and
+    its fact half beside the hash; with one, both after the write, in turn. The same files."""
+    from fictionworld.storage import save_world
+    from fictionworld.web.shard_tasks import make_graph
+    from fictionworld.web.store import write_store
+    from generators import generate_world
+
+    spec = small_spec(3000, block=100).model_copy(update={"generation_block": 512})
+    world = generate_world(spec, 6)
+    save_world(world, tmp_path / "a" / "graph", web=False)
+    write_store(world, tmp_path / "a" / "store")
+    times = make_graph(spec.model_dump(mode="json"), 6, str(tmp_path / "b" / "graph"), str(tmp_path / "b" / "store"), ("local", workers))  # fmt: skip
+    assert times["write_s"] > 0 and times["hash_s"] > 0
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["graph", "store"]  # no store.tmp, no spool
+    for d in ("graph", "store"):
+        names = sorted(p.name for p in (tmp_path / "a" / d).iterdir())
+        assert names == sorted(p.name for p in (tmp_path / "b" / d).iterdir())
+        for name in names:
+            assert (tmp_path / "a" / d / name).read_bytes() == (tmp_path / "b" / d / name).read_bytes(), (d, name)

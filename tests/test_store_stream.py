@@ -138,3 +138,37 @@ def test_the_row_column_is_the_fact_row_in_the_world(tmp_path):
     assert sorted(rows.tolist()) == list(range(len(world.facts)))
     assert (t.column("id").to_numpy() == world.facts.id[rows]).all()
     assert pc.all(pc.equal(t.column("subject"), pa.array(world.facts.subject[rows]))).as_py()
+
+
+def test_the_halves_written_apart_and_side_by_side_are_the_store(tmp_path):
+    """A build writes the entity half from entities.parquet alone (no facts, no manifest yet),
+    beside the fact half in another process; sealed, the store is write_store's."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    world, graph = saved(tmp_path, small_spec(3000, block=100), 4, 4000)
+    write_store(world, tmp_path / "a", pool=0.3)
+    alone = tmp_path / "entities-only"
+    alone.mkdir()
+    (alone / "entities.parquet").write_bytes((graph / "entities.parquet").read_bytes())
+    with ProcessPoolExecutor(2) as pool:
+        halves = [
+            pool.submit(store_stream.write_store_entities, alone, tmp_path / "b", world.seed, 0.3),
+            pool.submit(store_stream.write_store_facts, graph, tmp_path / "b", facts_per_bucket=2000),
+        ]
+        for f in halves:
+            f.result()
+    assert not (tmp_path / "b" / "store.json").exists()
+    store_stream.seal_store(graph, tmp_path / "b", pool=0.3)
+    assert_same_files(tmp_path / "a", tmp_path / "b")
+
+
+def test_a_store_missing_a_half_is_not_sealed(tmp_path):
+    world, graph = saved(tmp_path, small_spec(1500, block=64), 3)
+    store_stream.write_store_facts(graph, tmp_path / "b")
+    with pytest.raises(RuntimeError, match="lacks entities.arrow, names.arrow; not sealed"):
+        store_stream.seal_store(graph, tmp_path / "b")
+    assert not (tmp_path / "b" / "store.json").exists()
+    store_stream.write_store_entities(graph, tmp_path / "b", world.seed, world.spec.web.perturbation_pool)
+    (tmp_path / "b" / "lists.arrow").unlink()
+    with pytest.raises(RuntimeError, match="lacks lists.arrow; not sealed"):
+        store_stream.seal_store(graph, tmp_path / "b")

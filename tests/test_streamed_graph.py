@@ -162,3 +162,40 @@ def test_what_a_killed_run_left_behind_is_cleared_and_the_world_written_whole(tm
     in_memory(spec, 4, tmp_path / "a")
     same_files(tmp_path / "a", tmp_path / "w")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "w"]
+
+
+def test_work_beside_starts_on_the_entities_before_any_fact_is_written(tmp_path, monkeypatch):
+    """``beside(directory, "entities")`` comes once entities.parquet is whole and before any
+    fact is written: the render store's entity half starts there (make_graph). ``"facts"``
+    comes once the facts and the manifest's counts are written; every wait is called before
+    the directory takes its name."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    spec = blocked(6_000, 256)
+    in_memory(spec, 7, tmp_path / "a")
+    added = {"facts": 0}
+    add = gs._Facts.add
+
+    def counted(self, f, source):
+        added["facts"] += len(f)
+        add(self, f, source)
+
+    monkeypatch.setattr(gs._Facts, "add", counted)
+    seen: list[tuple] = []
+
+    def beside(directory, part):
+        entities = pq.ParquetFile(directory / "entities.parquet").metadata.num_rows  # whole: its footer reads
+        manifest = directory / "manifest.json"
+        counts = json.loads(manifest.read_text())["counts"] if manifest.exists() else None
+        seen.append((part, entities, added["facts"], counts))
+        return lambda: seen.append(("wait", part, directory.exists(), (tmp_path / "b").exists()))
+
+    write_graph_files(spec, 7, tmp_path / "b", beside=beside)
+    same_files(tmp_path / "a", tmp_path / "b")
+    world = load_world(tmp_path / "b")
+    assert seen[0] == ("entities", len(world.entities), 0, None)
+    assert seen[1][:3] == ("facts", len(world.entities), len(world.facts))
+    assert seen[1][3]["facts"] == len(world.facts) == pq.ParquetFile(tmp_path / "b" / "facts.parquet").metadata.num_rows
+    assert seen[2:] == [("wait", "entities", True, False), ("wait", "facts", True, False)]

@@ -79,28 +79,43 @@ def make_graph(spec: dict, seed: int, graph: str, store: str, where: tuple = ("l
     of its own. No process holds the whole world: the generators' block tasks spool what they
     make, and this process writes the graph from the spools a block at a time
     (:func:`generators.streamed.write_graph_files`); the store is written from the graph's
-    files (:func:`~fictionworld.web.store_stream.write_store_from_graph`) by a worker, beside
+    files by workers (:mod:`~fictionworld.web.store_stream`): its entity files as soon as
+    ``entities.parquet`` is written, beside the rest of the write, and its fact files beside
     the content hash. The block tasks run on ``where``: ``("local", workers)`` (forked from
     this process) or ``("ray",)`` (the cluster this task runs on)."""
     from fictionworld.spec import WorldSpec
-    from fictionworld.web.store_stream import write_store_from_graph
+    from fictionworld.web.store_stream import seal_store, write_store_entities, write_store_facts
     from generators.streamed import write_graph_files
 
+    world_spec = WorldSpec.model_validate(spec)
     store = Path(store)
     tmp = store.with_name(store.name + ".tmp")
     for d in (store, tmp):
         shutil.rmtree(d, ignore_errors=True)
     tasks = LocalTasks(where[1]) if where[0] == "local" else RayTasks(None, None)
     tasks.start([])
+    halves = {
+        "entities": (write_store_entities, int(seed), world_spec.web.perturbation_pool),
+        "facts": (write_store_facts,),
+    }
 
-    def store_beside(written: Path):
-        f = tasks.submit(write_store_from_graph, str(written), str(tmp))
-        return lambda: tasks.result(f)
+    def store_beside(written: Path, part: str):
+        # With one worker a task runs here, at once: the entity half then waits for the write
+        # to end, so as not to hold its memory beside the writer's (nothing would overlap).
+        if not tasks.concurrent:
+            if part == "entities":
+                return lambda: None
+            parts = ["entities", "facts"]
+        else:
+            parts = [part]
+        futures = [tasks.submit(halves[p][0], str(written), str(tmp), *halves[p][1:]) for p in parts]
+        return lambda: [tasks.result(f) for f in futures]
 
     try:
-        times = write_graph_files(WorldSpec.model_validate(spec), int(seed), graph, tasks=tasks, beside=store_beside)
+        times = write_graph_files(world_spec, int(seed), graph, tasks=tasks, beside=store_beside)
     finally:
         tasks.stop()
+    seal_store(graph, tmp)
     os.replace(tmp, store)
     return {**times, "save_s": times["write_s"] + times["hash_s"], "graph_peak_rss": _peak_rss()}
 

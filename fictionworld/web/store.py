@@ -32,6 +32,7 @@ import pyarrow.ipc as ipc
 
 from fictionworld.dates import years_of
 from fictionworld.schema import PREDICATES
+from fictionworld.storage import string_lists
 from fictionworld.tables import TYPE_NAMES, runs
 from fictionworld.web.arrow import MappedArrow, Strings, write_arrow
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
@@ -241,7 +242,7 @@ def _entity_batches(world, share: float):
             [
                 pa.array(e.name[a:b].tolist(), pa.string()),
                 pa.array(e.type_code[a:b], pa.int16()),
-                pa.array([list(x) for x in e.aliases[a:b].tolist()], pa.list_(pa.string())),
+                string_lists(e.aliases[a:b]),
                 pa.array(urls, pa.string()),
                 pa.array(pool[a:b], pa.bool_()),
             ],

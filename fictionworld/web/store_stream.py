@@ -38,13 +38,14 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from fictionworld.reading import WorldFormatError, unreadable
+from fictionworld.reading import WorldFormatError, lazy_tables, unreadable
 from fictionworld.schema import ENTITY_TYPES, PREDICATE_CODE, PREDICATES, DType
 from fictionworld.streaming import FACT_READ, SavedWorld
 from fictionworld.tables import NA_DATE, NA_INT, TYPE_NAMES, FactTable
 from fictionworld.web.arrow import write_arrow
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 from fictionworld.web.store import (
+    _TABLES,
     ENTITY_SCHEMA,
     FACT_SCHEMA,
     LIST_SCHEMA,
@@ -55,7 +56,7 @@ from fictionworld.web.store import (
     store_meta,
 )
 
-__all__ = ["write_store_from_graph", "FACTS_PER_BUCKET"]
+__all__ = ["write_store_from_graph", "write_store_facts", "write_store_entities", "seal_store", "FACTS_PER_BUCKET"]
 
 FACTS_PER_BUCKET = 8_000_000  # facts sorted at a time (~0.6 GiB)
 SPOOLS_PER_BUCKET = 4  # spool files per bucket's worth of facts: facts per block are uneven
@@ -86,8 +87,30 @@ def write_store_from_graph(
     the files ``write_store(load_world(graph), path, pool=pool)`` writes, byte for byte, in
     the memory of about ``facts_per_bucket`` facts, the directories' facts and the entity
     names (not of the whole world). A world directory that cannot be read raises
-    :class:`~fictionworld.reading.WorldFormatError`."""
+    :class:`~fictionworld.reading.WorldFormatError`.
 
+    It is three steps, which a build runs apart (:func:`~fictionworld.web.shard_tasks.make_graph`):
+    :func:`write_store_facts` and :func:`write_store_entities` (each alone on its files, so the
+    two may run side by side, the second as soon as ``entities.parquet`` is written), then
+    :func:`seal_store`."""
+    if facts_per_bucket < 1:
+        raise ValueError(f"facts_per_bucket must be positive, not {facts_per_bucket}")
+    w = SavedWorld(graph)  # (the manifest and the files' row counts checked before anything is written)
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "store.json").unlink(missing_ok=True)  # a store is whole once store.json is there
+    write_store_facts(graph, path, facts_per_bucket=facts_per_bucket)
+    write_store_entities(graph, path, int(w.manifest["seed"]), _share(w.spec, pool))
+    seal_store(graph, path, pool=pool)
+
+
+def _share(spec, pool: float | None) -> float:
+    return spec.web.perturbation_pool if pool is None else pool
+
+
+def write_store_facts(graph: str | Path, path: str | Path, *, facts_per_bucket: int = FACTS_PER_BUCKET) -> None:
+    """The store's fact files (``lists.arrow``, ``by-subject.arrow``, ``by-object.arrow``) of
+    the world saved in ``graph``, into directory ``path``: one pass over ``facts.parquet``."""
     if facts_per_bucket < 1:
         raise ValueError(f"facts_per_bucket must be positive, not {facts_per_bucket}")
     w = SavedWorld(graph)
@@ -95,12 +118,9 @@ def write_store_from_graph(
     _release()
     spec, seed, n = w.spec, int(w.manifest["seed"]), len(w.entities)
     block = spec.web.block
-    share = spec.web.perturbation_pool if pool is None else pool
-    meta = store_meta(seed, spec, n, w.n_facts, share)
     starts = np.arange(0, n + block, block).clip(max=n)
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    (path / "store.json").unlink(missing_ok=True)  # a store is whole once store.json is there
     spool_dir = Path(tempfile.mkdtemp(prefix=".spool-", dir=path))
     try:
         spools, list_facts, values = _scatter(w, spool_dir, block, starts, facts_per_bucket)
@@ -119,15 +139,42 @@ def write_store_from_graph(
             _write_batches(path / f"{name}.arrow", FACT_SCHEMA, spool.batches(starts, facts_per_bucket))
             spool.delete()
             _release()
-        names = _entity_column(world_dir, "name")
-        aliases = _Column(_entity_column(world_dir, "aliases"), _aliases)
-        entities = _Entities(type_code, _Column(names, None), aliases)
-        _write_batches(path / "entities.arrow", ENTITY_SCHEMA, _entity_batches(_World(seed, entities), share))
-        del entities, aliases
-        _release()
-        write_arrow(path / "names.arrow", pa.table({"name": _unique_sorted(names)}))
     finally:
         shutil.rmtree(spool_dir, ignore_errors=True)
+
+
+def write_store_entities(graph: str | Path, path: str | Path, seed: int, share: float) -> None:
+    """The store's entity files (``entities.arrow``, ``names.arrow``) into directory ``path``,
+    from ``entities.parquet`` in ``graph`` alone: it needs no manifest nor facts yet, so a
+    build starts it while the facts are still being written. ``seed`` and ``share`` (the
+    perturbation pool) are the world's."""
+    from fictionworld.storage import ENTITY_SCHEMA as GRAPH_ENTITIES
+    from fictionworld.storage import _footer
+
+    world_dir = Path(graph)
+    rows = _footer(world_dir, "entities.parquet", tuple(GRAPH_ENTITIES.names))
+    type_code = lazy_tables(world_dir, rows, 0)[0].type_code
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    names = _entity_column(world_dir, "name")
+    aliases = _Column(_entity_column(world_dir, "aliases"), _aliases)
+    entities = _Entities(type_code, _Column(names, None), aliases)
+    _write_batches(path / "entities.arrow", ENTITY_SCHEMA, _entity_batches(_World(int(seed), entities), share))
+    del entities, aliases
+    _release()
+    write_arrow(path / "names.arrow", pa.table({"name": _unique_sorted(names)}))
+
+
+def seal_store(graph: str | Path, path: str | Path, *, pool: float | None = None) -> None:
+    """Write ``store.json`` (last: it marks the store whole) once :func:`write_store_facts` and
+    :func:`write_store_entities` have written their files; ``graph``'s manifest gives the
+    counts, seed and spec."""
+    w = SavedWorld(graph)
+    path = Path(path)
+    missing = [f"{t}.arrow" for t in (*_TABLES, "names") if not (path / f"{t}.arrow").exists()]
+    if missing:
+        raise RuntimeError(f"{path}: the store lacks {', '.join(missing)}; not sealed")
+    meta = store_meta(int(w.manifest["seed"]), w.spec, len(w.entities), w.n_facts, _share(w.spec, pool))
     (path / "store.json").write_text(json.dumps(meta))
 
 
