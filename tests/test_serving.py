@@ -238,6 +238,11 @@ def test_the_saved_article_map_is_read_and_checked_not_trusted(saved_world, worl
     assert bad.article_url_of(ids[5]) == served.article_url_of(ids[5])  # the rest still read
     with pytest.raises(WebError, match="entity row 3's article is not page"):
         bad.search(name, 5)  # the name links entity 3, whose article the map gets wrong
+    gone = articles.copy()
+    gone[5] = -1  # (an entity without an article: the map says so, and its URL is no page's)
+    np.save(d / "pages.articles.npy", gone)
+    with pytest.raises(WebError, match=f"{ids[5]} has no article page in this web"):
+        load_world(d, verify=False).web.article_url_of(ids[5])
     np.save(d / "pages.articles.npy", articles[:-1])
     with pytest.raises(WebError, match=f"a map of {len(ids) - 1:,} entities, the world has {len(ids):,}"):
         load_world(d, verify=False).web.article_url_of(ids[0])

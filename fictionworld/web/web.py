@@ -265,7 +265,12 @@ class Web:
         return " ".join(out) if changed else ""
 
     def article_url_of(self, entity_id: str) -> str:
-        return self.pages.urls[self.articles_of([self.world.row(entity_id)])[0]]
+        """The URL of ``entity_id``'s encyclopedia article (WebError where it has none: a
+        generated web gives every entity one)."""
+        row = self.articles_of([self.world.row(entity_id)])[0]
+        if row < 0:
+            raise WebError(f"{entity_id} has no article page in this web")
+        return self.pages.urls[row]
 
     def rates(self, knobs: Knobs) -> np.ndarray:
         return np.array([knobs.rate_of(layer) for layer in LAYERS], np.float32)
