@@ -136,3 +136,16 @@ def test_bad_directories_give_one_clear_line(saved_world, tmp_path, breaker, mat
 def test_missing_directory(tmp_path):
     with pytest.raises(WorldFormatError, match="no such directory"):
         fw.World.load(tmp_path / "nope")
+
+
+def test_string_lists_of_tuples_and_of_arrow_lists_are_the_plain_column():
+    import pyarrow as pa
+
+    from fictionworld.storage import string_lists
+
+    rows = [(), ("a", "b"), (), ("ü",), ("c",)]
+    plain = pa.array([list(r) for r in rows], pa.list_(pa.string()))
+    assert string_lists(rows).equals(plain) and string_lists([]).equals(pa.array([], pa.list_(pa.string())))
+    read = pa.chunked_array([pa.array([[], ["a", "b"]]), pa.array([None, ["ü"], ["c"]])])  # a null row: no aliases
+    assert string_lists(read).equals(plain)
+    assert string_lists(read.slice(1, 3)).equals(plain.slice(1, 3))  # a slice, as the store's batches take them

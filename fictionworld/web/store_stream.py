@@ -34,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
@@ -129,7 +128,7 @@ def write_store_facts(graph: str | Path, path: str | Path, *, facts_per_bucket: 
         _release()
         # The directories name only the objects of their relations: those names, not all.
         named = _relation_objects(list_facts, n)
-        names = _Column(_entity_column(world_dir, "name", named), None, named)
+        names = _Column(_entity_column(world_dir, "name", named), named)
         lists = _list_table(_World(seed, _Entities(type_code, names), list_facts, values))
         del list_facts, values, names
         _write_batches(path / "lists.arrow", LIST_SCHEMA, lists.to_batches())
@@ -157,8 +156,8 @@ def write_store_entities(graph: str | Path, path: str | Path, seed: int, share: 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     names = _entity_column(world_dir, "name")
-    aliases = _Column(_entity_column(world_dir, "aliases"), _aliases)
-    entities = _Entities(type_code, _Column(names, None), aliases)
+    aliases = _Column(_entity_column(world_dir, "aliases"), arrow=True)
+    entities = _Entities(type_code, _Column(names), aliases)
     _write_batches(path / "entities.arrow", ENTITY_SCHEMA, _entity_batches(_World(int(seed), entities), share))
     del entities, aliases
     _release()
@@ -364,7 +363,7 @@ class _Facts:
             del batches
         if at != n:
             raise RuntimeError(f"spools {files[0]}..: {at} facts, {n} written")
-        self.v_text = _Column(pa.concat_arrays(texts) if texts else pa.array([], pa.string()), None)
+        self.v_text = _Column(pa.concat_arrays(texts) if texts else pa.array([], pa.string()))
 
 
 # -- the entities ------------------------------------------------------------------------------
@@ -377,11 +376,12 @@ class _Values(list):
 
 class _Column:
     """An Arrow column read as an object column is: ``col[a:b]`` or ``col[rows]`` (NumPy
-    indices, negative from the end), each value through ``convert``. With ``rows`` (sorted),
-    the values are those of these rows only, of ``n`` rows."""
+    indices, negative from the end), as Python values, or as Arrow with ``arrow`` (the
+    aliases, which :func:`~fictionworld.storage.string_lists` takes as they are). With
+    ``rows`` (sorted), the values are those of these rows only, of ``n`` rows."""
 
-    def __init__(self, values: pa.Array | pa.ChunkedArray, convert, rows: np.ndarray | None = None):
-        self.values, self.convert, self.rows = values, convert, rows
+    def __init__(self, values: pa.Array | pa.ChunkedArray, rows: np.ndarray | None = None, *, arrow: bool = False):
+        self.values, self.rows, self.arrow = values, rows, arrow
 
     def __getitem__(self, key):
         if isinstance(key, slice):
@@ -394,21 +394,7 @@ class _Column:
             else:
                 key = self.rows.searchsorted(key)
             part = self.values.take(pa.array(key, pa.int64()))
-        return _Values(part.to_pylist() if self.convert is None else self.convert(part))
-
-
-def _aliases(lists: pa.ChunkedArray | pa.Array) -> list[tuple[str, ...]]:
-    """Each entity's aliases as a tuple (``()`` for none), as :mod:`fictionworld.reading` reads
-    them; a tuple made only where there are aliases (``to_pylist`` of the lists took 1 s per
-    million entities)."""
-    sizes = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
-    flat = pc.list_flatten(lists).to_pylist()
-    out: list[tuple[str, ...]] = [()] * len(sizes)
-    at = 0
-    for i, k in zip(np.flatnonzero(sizes).tolist(), sizes[sizes > 0].tolist()):
-        out[i] = tuple(flat[at : at + k])
-        at += k
-    return out
+        return part if self.arrow else _Values(part.to_pylist())
 
 
 class _Entities:
