@@ -182,61 +182,84 @@ def full(args) -> None:
         from pathlib import Path
 
         Path(args.tmp).mkdir(parents=True, exist_ok=True)
+    runs = [(n, w) for n in args.sizes for w in args.workers]
     rows = []
     for n in args.sizes:
-        by_workers = {}
-        for w in args.workers:
-            res = subprocess.run(
-                [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or "",
-                 args.keep or "", "0" if args.no_validate else "1"],  # fmt: skip
-                stdout=subprocess.PIPE,
-                text=True,
-            )  # its progress log goes to our stderr
-            if res.returncode != 0:
-                sys.exit(f"full build at {n} with {w} workers failed (exit {res.returncode})")
-            r = json.loads(res.stdout.strip().splitlines()[-1])
-            by_workers[w] = r
-            rows.append(r)
-            t = r["times"]
-            print(f"\n== full build{'' if r['validate'] else ' WITHOUT validation'}, {r['entities']:,} entities, {r['facts']:,} facts, {r['pages']:,} pages, "
-                  f"{w} worker(s){' on Ray' if r['ray'] else ''}, {r['shards']} shards")  # fmt: skip
-            print(
-                f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)"
-            )
-            print(f"  graph (generate to spools, write the graph, hash it; the render store written beside both) {t['graph_s']:.1f} s "
-                  f"({r['entities'] / t['graph_s']:,.0f} entities/s; generate {t.get('generate_s', 0):.1f} s, "
-                  f"write {t.get('write_s', 0):.1f} s, hash {t.get('hash_s', 0):.1f} s, then the store {t.get('beside_wait_s', 0):.1f} s more; "
-                  f"peak RSS of its driver {t.get('graph_peak_rss', 0) / 2**30:.2f} GiB)")  # fmt: skip
-            print(
-                f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)"
-            )
-            cpu = {k: t.get(f"{k}_cpu_s", 0.0) for k in ("check", "render", "index")}
-            checked = f"validate {cpu['check']:.1f} s ({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), " if r["validate"] else ""
-            print(f"    CPU seconds in tasks (one core each): {checked}render {cpu['render']:.1f} s "
-                  f"({r['pages'] / max(cpu['render'], 1e-9):,.0f} pages/s, {r['entities'] / max(cpu['render'], 1e-9):,.0f} entities/s), "
-                  f"index {cpu['index']:.1f} s ({r['pages'] / max(cpu['index'], 1e-9):,.0f} pages/s)")  # fmt: skip
-            beside = (f"; its page half, {t['join_pages_s']:.1f} s, ran beside the last index tasks"
-                      if "join_pages_s" in t else "")  # fmt: skip
-            print(f"  join (URLs, pages.arrow, index) {t['finish_s']:.1f} s after the shards{beside}")
-            p = r["peak"]
-            print(f"  peak RSS: one process {p['per_process'] / 2**30:.2f} GiB, all {p['processes']} processes together "
-                  f"{p['total'] / 2**30:.2f} GiB (sum of RSS: shared pages counted in each), "
-                  f"{p['pss'] / 2**30:.2f} GiB (sum of PSS, read every 5 s: shared pages split between their processes); "
-                  f"the sampler took {p.get('monitor_cpu_s', 0):.1f} CPU s")  # fmt: skip
-            if "anon" in p:
-                print(f"    of it anonymous (RSS less file-backed and shared pages): one process {p['per_process_anon'] / 2**30:.2f} GiB, "
-                      f"all together {p['anon'] / 2**30:.2f} GiB; at the RSS peak (pid, RSS, anonymous GiB): {p['at_peak']}")  # fmt: skip
-            print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity"
-                  + (f"; peak during the build: its directory {p['disk_tree'] / 2**30:.2f} GiB at {p.get('disk_tree_at_s', 0):.0f} s "
-                     f"(read every 2 s), its filesystem {p['disk_fs'] / 2**30:.2f} GiB above the start at {p.get('disk_fs_at_s', 0):.0f} s "
-                     "(every 0.5 s: files removed while still open count until closed)" if "disk_tree" in p else ""))  # fmt: skip
-        if len(by_workers) > 1:
-            ws = sorted(by_workers)
-            base = by_workers[ws[0]]["wall_s"]
+        walls: dict[int, list[float]] = {w: [] for w in args.workers}
+        for rep in range(args.repeat):  # interleaved: 1, 2, 1, 2, ... so drift hits both alike
+            for w in args.workers:
+                keep = args.keep or ""
+                if keep and (len(runs) > 1 or args.repeat > 1):  # each build its own directory
+                    keep = f"{keep}/{n}-{w}w" + (f"-{rep + 1}" if args.repeat > 1 else "")
+                if keep:
+                    from pathlib import Path
+
+                    Path(keep).parent.mkdir(parents=True, exist_ok=True)
+                res = subprocess.run(
+                    [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or "",
+                     keep, "0" if args.no_validate else "1"],  # fmt: skip
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )  # its progress log goes to our stderr
+                if res.returncode != 0:
+                    sys.exit(f"full build at {n} with {w} workers failed (exit {res.returncode})")
+                r = json.loads(res.stdout.strip().splitlines()[-1])
+                r["repeat"] = rep + 1
+                walls[w].append(r["wall_s"])
+                rows.append(r)
+                _print_full(r, w)
+            ws = sorted(walls)
             for w in ws[1:]:
-                print(f"  speed-up of {w} workers over {ws[0]}: {base / by_workers[w]['wall_s']:.2f}x")
+                print(f"  speed-up of {w} workers over {ws[0]}: {walls[ws[0]][-1] / walls[w][-1]:.2f}x"
+                      + (f" (run {rep + 1} of {args.repeat})" if args.repeat > 1 else ""))  # fmt: skip
+        if args.repeat > 1 and len(walls) > 1:
+            import statistics
+
+            ws = sorted(walls)
+            med = {w: statistics.median(v) for w, v in walls.items()}
+            for w in ws[1:]:
+                pairs = ", ".join(f"{a / b:.2f}x" for a, b in zip(walls[ws[0]], walls[w]))
+                print(f"\n  {n:,} entities, {args.repeat} interleaved runs: median wall "
+                      f"{med[ws[0]]:.1f} s ({ws[0]} worker(s)) and {med[w]:.1f} s ({w}): speed-up of the medians "
+                      f"{med[ws[0]] / med[w]:.2f}x; run by run {pairs}")  # fmt: skip
     if args.json:
         print(json.dumps(rows, indent=2))
+
+
+def _print_full(r: dict, w: int) -> None:
+    t = r["times"]
+    print(f"\n== full build{'' if r['validate'] else ' WITHOUT validation'}, {r['entities']:,} entities, {r['facts']:,} facts, {r['pages']:,} pages, "
+          f"{w} worker(s){' on Ray' if r['ray'] else ''}, {r['shards']} shards")  # fmt: skip
+    print(
+        f"  wall {r['wall_s']:.1f} s  ({r['entities'] / r['wall_s']:,.0f} entities/s, {r['pages'] / r['wall_s']:,.0f} pages/s)"
+    )
+    print(f"  graph (generate to spools, write the graph, hash it; the render store written beside both) {t['graph_s']:.1f} s "
+          f"({r['entities'] / t['graph_s']:,.0f} entities/s; generate {t.get('generate_s', 0):.1f} s, "
+          f"write {t.get('write_s', 0):.1f} s, hash {t.get('hash_s', 0):.1f} s, then the store {t.get('beside_wait_s', 0):.1f} s more; "
+          f"peak RSS of its driver {t.get('graph_peak_rss', 0) / 2**30:.2f} GiB)")  # fmt: skip
+    print(
+        f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)"
+    )
+    cpu = {k: t.get(f"{k}_cpu_s", 0.0) for k in ("check", "render", "index")}
+    checked = f"validate {cpu['check']:.1f} s ({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), " if r["validate"] else ""
+    print(f"    CPU seconds in tasks (one core each): {checked}render {cpu['render']:.1f} s "
+          f"({r['pages'] / max(cpu['render'], 1e-9):,.0f} pages/s, {r['entities'] / max(cpu['render'], 1e-9):,.0f} entities/s), "
+          f"index {cpu['index']:.1f} s ({r['pages'] / max(cpu['index'], 1e-9):,.0f} pages/s)")  # fmt: skip
+    beside = (f"; its page half, {t['join_pages_s']:.1f} s, ran beside the last index tasks"
+              if "join_pages_s" in t else "")  # fmt: skip
+    print(f"  join (URLs, pages.arrow, index) {t['finish_s']:.1f} s after the shards{beside}")
+    p = r["peak"]
+    print(f"  peak RSS: one process {p['per_process'] / 2**30:.2f} GiB, all {p['processes']} processes together "
+          f"{p['total'] / 2**30:.2f} GiB (sum of RSS: shared pages counted in each), "
+          f"{p['pss'] / 2**30:.2f} GiB (sum of PSS, read every 5 s: shared pages split between their processes); "
+          f"the sampler took {p.get('monitor_cpu_s', 0):.1f} CPU s")  # fmt: skip
+    if "anon" in p:
+        print(f"    of it anonymous (RSS less file-backed and shared pages): one process {p['per_process_anon'] / 2**30:.2f} GiB, "
+              f"all together {p['anon'] / 2**30:.2f} GiB; at the RSS peak (pid, RSS, anonymous GiB): {p['at_peak']}")  # fmt: skip
+    print(f"  disk {r['disk'] / 2**30:.2f} GiB = {r['disk'] / r['entities']:,.0f} bytes per entity"
+          + (f"; peak during the build: its directory {p['disk_tree'] / 2**30:.2f} GiB at {p.get('disk_tree_at_s', 0):.0f} s "
+             f"(read every 2 s), its filesystem {p['disk_fs'] / 2**30:.2f} GiB above the start at {p.get('disk_fs_at_s', 0):.0f} s "
+             "(every 0.5 s: files removed while still open count until closed)" if "disk_tree" in p else ""))  # fmt: skip
 
 
 def main() -> None:
@@ -249,9 +272,14 @@ def main() -> None:
     ap.add_argument("--ray", action="store_true", help="with --full: build as Ray tasks on a local cluster")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="with --full: worker counts to compare")
     ap.add_argument("--tmp", default=None, help="with --full: directory for the worlds (default: the system's)")
-    ap.add_argument("--keep", default=None, help="with --full and one size and worker count: build into this directory and keep it")
+    ap.add_argument("--keep", default=None, help="with --full: build into this directory and keep it (several builds: "
+                    "one subdirectory each, SIZE-Ww[-RUN])")
+    ap.add_argument("--repeat", type=int, default=1, help="with --full: build each size this many times, the worker "
+                    "counts interleaved, and print the median walls and their speed-up")
     ap.add_argument("--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     if args.full:
         return full(args)
     rows = []

@@ -66,6 +66,46 @@ def test_a_worker_lets_go_of_a_removed_store(tmp_path):
         shard_tasks._RENDERERS.clear()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's mappings in /proc/self/maps")
+def test_an_index_task_lets_go_of_a_store_removed_while_it_runs(tmp_path, monkeypatch):
+    """The driver removes the store when the last shard is rendered, often while a worker is
+    indexing (a shard's index task ran 76 s at 10M entities): the worker lets go of its
+    mappings at its next record batch, not when the task ends, and indexes every page still."""
+    from fictionworld.web import shard_tasks, shards
+    from fictionworld.web.index import TantivyIndex
+    from fictionworld.web.store import write_store
+    from generators import generate_world
+
+    world = generate_world(small_spec(1500, block=100), 4)
+    store = tmp_path / "store"
+    write_store(world, store)
+    (tmp_path / "p").mkdir()
+    mapped = lambda: str(store.resolve()) in Path("/proc/self/maps").read_text()  # noqa: E731
+    shard_tasks._RENDERERS.clear()
+    try:
+        n, _, _ = shard_tasks.render_shard(str(store), 0, (0, 4), str(tmp_path / "p"))
+        pages = tmp_path / "p" / "shard-00000.arrow"
+        batch_rows = [b.num_rows for b in pa.ipc.open_file(pa.OSFile(str(pages))).read_all().to_batches()]
+        assert len(batch_rows) == 4 and min(batch_rows) > 0 and str(store) in shard_tasks._RENDERERS
+        seen: list[bool] = []  # whether the store is mapped, page by page, as the index reads it
+        text = shard_tasks.plain_text
+
+        def reading(markdown: str) -> str:
+            seen.append(mapped())
+            if len(seen) == 1:
+                shards._remove_store(tmp_path)  # (the driver's, as the first batch is indexed)
+            return text(markdown)
+
+        monkeypatch.setattr(shard_tasks, "plain_text", reading)
+        indexed, _, _ = shard_tasks.index_shard(str(pages), 0, str(tmp_path / "ix"), 64_000_000)
+        assert indexed == n == len(seen) and TantivyIndex.open(tmp_path / "ix").num_docs == n
+        first = batch_rows[0]
+        assert all(seen[:first])  # (mapped through the first batch: it was read before the removal)
+        assert not any(seen[first:]) and not shard_tasks._RENDERERS  # let go from the second batch on
+    finally:
+        shard_tasks._RENDERERS.clear()
+
+
 def test_the_graph_is_saved_the_same_by_a_forked_child_a_thread_or_in_turn(tmp_path, monkeypatch):
     """write_graph saves the graph beside the store in a forked child or a thread, as free
     memory allows, else after the store: the files are the same every way."""
