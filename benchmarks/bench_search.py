@@ -6,12 +6,15 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
     python benchmarks/bench_search.py --world DIR            # serving a saved world (any size)
     python benchmarks/bench_search.py --world DIR --engine   # the engine alone on name queries
     python benchmarks/bench_search.py --world DIR --cold     # pages not in the page cache
+    python benchmarks/bench_search.py --world DIR --evict --verify on-read files   # first answers from disk
 
 ``--world`` times a fresh process from its start to its first answer, opening the world as a
-server does (``verify="files"``: file digests, lazily read tables, the memory-mapped lexicon),
-and as ``World.load`` does by default (the content hash), then query latency on one core: over
-the first 1,200 queries of the fresh process (its caches and memory maps cold), then over 1,200
-other queries it has not seen (a server some queries into its life).
+server does (``verify="on-read"``: lazily read tables, each data file's digest checked before
+its first read, the memory-mapped lexicon), with both digests checked first (``"files"``),
+trusted (``"none"``), and as ``World.load`` does by default (the content hash); ``--evict``
+takes every file of the world out of the page cache before each process. Then query latency on
+one core: over the first 1,200 queries of the fresh process (its caches and memory maps cold),
+then over 1,200 other queries it has not seen (a server some queries into its life).
 
 Each size runs in a fresh subprocess (its own RSS). Latencies are single-query, one at a time,
 on one core (the process is pinned to one CPU where the OS allows). "engine" is the index alone
@@ -133,7 +136,7 @@ SERVE_CHILD = r"""
 import time
 t0 = time.perf_counter()
 import json, os, sys
-verify = {"files": "files", "none": False, "content": True}[sys.argv[2]]
+verify = {"on-read": "on-read", "files": "files", "none": False, "content": True}[sys.argv[2]]
 try:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 except (AttributeError, OSError):
@@ -313,15 +316,35 @@ def cold(world: str, repeat: int, queries: int = 600) -> None:
     )
 
 
-def serve(world: str, repeat: int, modes: tuple[str, ...] = ("files", "none", "content")) -> None:
-    """Fresh processes opening ``world``: wall time from spawning one to its first answer."""
+def _evict(world: str) -> int:
+    """Drop every file of ``world`` from the page cache (``posix_fadvise``; pages a process
+    maps stay); returns the bytes asked for."""
+    import os
+
+    total = 0
+    for root, _dirs, files in os.walk(world):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                total += os.fstat(fd).st_size
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    return total
+
+
+def serve(world: str, repeat: int, modes: tuple[str, ...] = ("on-read", "files", "none", "content"), evict: bool = False) -> None:
+    """Fresh processes opening ``world``: wall time from spawning one to its first answer
+    (``evict``: with every file of the world out of the page cache first)."""
     import time
 
-    print(f"== serving {world} (fresh process each; one core) ==")
+    print(f"== serving {world} (fresh process each; one core{'; every file evicted from the page cache first' if evict else ''}) ==")
     for verify in modes:
         for i in range(repeat if verify != "content" else 1):
+            if evict:
+                _evict(world)
             spawned = time.time()  # (the child that also times queries exits long after its first answer)
-            d = _child(SERVE_CHILD, world, verify, "1" if (verify, i) == ("files", 0) else "0")
+            d = _child(SERVE_CHILD, world, verify, "1" if (verify, i) == (modes[0], 0) and not evict else "0")
             wall = d["first_answer_at"] - spawned
             print(
                 f"verify={verify:8} spawn to first answer {wall:.2f} s  (in process {d['in_process_s']:.2f} s: import "
@@ -346,10 +369,13 @@ def main() -> None:
     ap.add_argument("--world", help="serve this saved world instead of generating (first answer, latency)")
     ap.add_argument("--repeat", type=int, default=3, help="fresh processes per verify mode with --world")
     ap.add_argument("--engine", action="store_true", help="with --world: the engine alone on name queries")
-    ap.add_argument("--verify", nargs="+", choices=["files", "none", "content"], default=["files", "none", "content"],
+    ap.add_argument("--verify", nargs="+", choices=["on-read", "files", "none", "content"],
+                    default=["on-read", "files", "none", "content"],
                     help="with --world: the ways a fresh process opens it (content reads every fact: minutes at 10M, and it "
                     "evicts the page cache a server would have)")  # fmt: skip
     ap.add_argument("--cold", action="store_true", help="with --world: searches with the pages file evicted first")
+    ap.add_argument("--evict", action="store_true", help="with --world: every file of the world evicted from the page "
+                    "cache before each fresh process (its first answer from disk; no query timings)")
     args = ap.parse_args()
     if args.world and args.cold:
         cold(args.world, args.repeat)
@@ -358,7 +384,7 @@ def main() -> None:
         engine(args.world)
         return
     if args.world:
-        serve(args.world, args.repeat, tuple(args.verify))
+        serve(args.world, args.repeat, tuple(args.verify), args.evict)
         return
     for n in args.sizes:
         d = _child(CHILD, str(n), "0" if args.no_peers else "1", str(args.rank_bm25_queries))

@@ -122,7 +122,8 @@ def generate(seed: int, entities: int | None = None, spec: WorldSpec | None = No
 def load(path, *, verify: bool | str = True) -> World:
     """A world saved with ``World.save`` or ``fictionworld generate`` (its web opens on first
     search). ``verify``: True recomputes the content hash, ``"files"`` checks the data files'
-    digests (and reads the tables lazily), False trusts them (see :func:`load_world`)."""
+    digests (and reads the tables lazily), ``"on-read"`` checks each file's digest before its
+    first read (a server's choice), False trusts them (see :func:`load_world`)."""
     return load_world(path, verify=verify)
 
 

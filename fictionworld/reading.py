@@ -5,6 +5,7 @@ to read a table whole, or lazily, a column at a time on first use (:class:`LazyE
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
@@ -39,10 +40,14 @@ def read_tables(path: Path, entities: pa.Table, facts: pa.Table) -> tuple[Entity
         return table, _facts_from(facts, table, path)
 
 
-def lazy_tables(path: Path, entities: int, facts: int) -> tuple[EntityTable, FactTable]:
-    """Tables of ``entities`` and ``facts`` rows whose columns are read on first use."""
-    table = LazyEntityTable.lazy(entities, _entity_loaders(path))
-    return table, LazyFactTable.lazy(facts, _fact_loaders(path, table))
+def lazy_tables(
+    path: Path, entities: int, facts: int, before_read: Callable[[str], None] | None = None
+) -> tuple[EntityTable, FactTable]:
+    """Tables of ``entities`` and ``facts`` rows whose columns are read on first use;
+    ``before_read(file name)``, if given, runs before each column is read (it may raise: the
+    digest check of ``load_world(verify="on-read")``)."""
+    table = LazyEntityTable.lazy(entities, _entity_loaders(path, before_read))
+    return table, LazyFactTable.lazy(facts, _fact_loaders(path, table, before_read))
 
 
 class LazyEntityTable(LazyColumns, EntityTable):
@@ -80,7 +85,11 @@ def unreadable(file: Path, exc: BaseException) -> WorldFormatError:
     return WorldFormatError(f"{file}: unreadable (truncated or corrupt?): {first}")
 
 
-def _column(path: Path, name: str, column: str, dictionary: bool = False) -> pa.ChunkedArray:
+def _column(
+    path: Path, name: str, column: str, dictionary: bool = False, before_read: Callable[[str], None] | None = None
+) -> pa.ChunkedArray:
+    if before_read is not None:
+        before_read(name)
     file = path / name
     try:
         t = pq.read_table(file, columns=[column], read_dictionary=[column] if dictionary else None)
@@ -99,11 +108,11 @@ def _guarded(path: Path, fn):
     return run
 
 
-def _entity_loaders(path: Path) -> dict:
+def _entity_loaders(path: Path, before_read: Callable[[str], None] | None = None) -> dict:
     file = f"{path}/entities.parquet"
 
     def col(name: str, dictionary: bool = False) -> pa.ChunkedArray:
-        return _column(path, "entities.parquet", name, dictionary)
+        return _column(path, "entities.parquet", name, dictionary, before_read)
 
     def loader(fn):
         return _guarded(path, fn)
@@ -124,17 +133,17 @@ def _checked_ids(id_col: pa.ChunkedArray, table: EntityTable, file: str) -> np.n
     return id_col.to_numpy(zero_copy_only=False).astype(object)
 
 
-def _fact_loaders(path: Path, entities: EntityTable) -> dict:
+def _fact_loaders(path: Path, entities: EntityTable, before_read: Callable[[str], None] | None = None) -> dict:
     file = f"{path}/facts.parquet"
 
     def col(name: str) -> pa.ChunkedArray:
-        return _column(path, "facts.parquet", name)
+        return _column(path, "facts.parquet", name, before_read=before_read)
 
     ids: list[pa.Array] = []
 
     def entity_ids() -> pa.Array:
         if not ids:
-            ids.append(_column(path, "entities.parquet", "id").combine_chunks())
+            ids.append(_column(path, "entities.parquet", "id", before_read=before_read).combine_chunks())
         return ids[0]
 
     def loader(fn):

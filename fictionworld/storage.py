@@ -12,6 +12,8 @@ import hashlib
 import json
 import os
 import shutil
+import threading
+import weakref
 from itertools import chain
 from pathlib import Path
 from typing import Literal
@@ -280,7 +282,7 @@ def read_manifest(path: str | Path) -> dict:
     return manifest
 
 
-VerifyMode = Literal["content", "files", "none"]
+VerifyMode = Literal["content", "files", "on-read", "none"]
 
 
 def _verify_mode(verify: bool | str) -> VerifyMode:
@@ -288,9 +290,9 @@ def _verify_mode(verify: bool | str) -> VerifyMode:
         return "content"
     if verify is False or verify == "none":
         return "none"
-    if verify == "files":
-        return "files"
-    raise ValueError(f"verify must be True, False, 'content', 'files' or 'none', not {verify!r}")
+    if verify in ("files", "on-read"):
+        return verify
+    raise ValueError(f"verify must be True, False, 'content', 'files', 'on-read' or 'none', not {verify!r}")
 
 
 def load_world(path: str | Path, *, verify: bool | str = True) -> World:
@@ -300,6 +302,10 @@ def load_world(path: str | Path, *, verify: bool | str = True) -> World:
       per million entities; the world is read whole);
     - ``"files"``: compare each data file's digest with the manifest's, at disk speed (a
       manifest without digests falls back to ``"content"``);
+    - ``"on-read"``: as ``"files"``, but each file's digest is compared before its first column
+      is read, not now (its size is checked now). What a search server wants: its searches read
+      the web, never the graph, so it answers its first without reading the graph's 1 GB at 10M
+      entities, and whatever later reads the graph reads it checked;
     - ``False`` / ``"none"``: trust the content (the manifest, row counts and file footers are
       still checked).
 
@@ -315,10 +321,13 @@ def load_world(path: str | Path, *, verify: bool | str = True) -> World:
 
         problems = "; ".join(problem_lines(exc, what="spec field", model=WorldSpec))
         raise WorldFormatError(f"{path}/manifest.json: invalid spec: {problems}") from None
-    if mode == "files" and not isinstance(manifest.get("files"), dict):
+    if mode in ("files", "on-read") and not isinstance(manifest.get("files"), dict):
         mode = "content"
+    check = None
     if mode == "files":
         _check_digests(path, manifest["files"])
+    elif mode == "on-read":
+        check = _DigestsOnRead(path, manifest["files"])
     counts = manifest["counts"]
     if mode == "content":
         ent = read_table(path, "entities.parquet", tuple(ENTITY_SCHEMA.names), ["type", "culture"])
@@ -329,7 +338,7 @@ def load_world(path: str | Path, *, verify: bool | str = True) -> World:
         n_ent = _footer(path, "entities.parquet", tuple(ENTITY_SCHEMA.names))
         n_facts = _footer(path, "facts.parquet", FACT_COLUMNS)
         _check_counts(path, n_ent, n_facts, counts)
-        entities, fact_table = lazy_tables(path, n_ent, n_facts)
+        entities, fact_table = lazy_tables(path, n_ent, n_facts, before_read=check)
     world = World(
         spec=spec,
         seed=int(manifest["seed"]),
@@ -400,18 +409,102 @@ def file_digests(
 
 
 def _check_digests(path: Path, recorded: dict) -> None:
+    kind = _digest_kind(path, recorded)
+    _check_sizes(path, recorded)
+    for name in recorded:
+        _check_digest(path, name, _digest_of(path, name, kind), recorded[name][kind])
+
+
+def _digest_kind(path: Path, recorded: dict) -> str:
+    """The digest algorithm that the manifest's ``files`` records for both data files."""
     names = tuple(recorded)
     if set(names) != {"entities.parquet", "facts.parquet"}:
         raise WorldFormatError(f"{path}/manifest.json: its file digests name {sorted(names)}")
     known = [a for a in _DIGESTS if all(isinstance(recorded[n], dict) and a in recorded[n] for n in names)]
     if not known:
         raise WorldFormatError(f"{path}/manifest.json: its file digests are of no known kind ({', '.join(_DIGESTS)})")
-    for name in names:
-        if not (path / name).exists():
-            raise WorldFormatError(f"{path}: {name} is missing")
-        if (path / name).stat().st_size != recorded[name].get("bytes"):
+    return known[0]
+
+
+def _identity(path: Path, name: str) -> tuple[int, int, int, int]:
+    """(device, inode, size, mtime) of a data file: what changes when it is replaced or written."""
+    try:
+        st = (path / name).stat()
+    except FileNotFoundError:
+        raise WorldFormatError(f"{path}: {name} is missing") from None
+    except OSError as exc:
+        raise unreadable(path / name, exc) from None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _check_sizes(path: Path, recorded: dict) -> None:
+    for name in recorded:
+        if _identity(path, name)[2] != recorded[name].get("bytes"):
             raise WorldFormatError(f"{path}: {name} has another size than the manifest records (truncated or modified)")
-    actual = file_digests(path, names, known[0])
-    for name in names:
-        if actual[name][known[0]] != recorded[name][known[0]]:
-            raise WorldFormatError(f"{path}: {name} does not match the manifest's digest (modified or corrupt)")
+
+
+def _digest_of(path: Path, name: str, kind: str) -> str:
+    try:
+        return file_digests(path, (name,), kind)[name][kind]
+    except OSError as exc:
+        raise unreadable(path / name, exc) from None
+
+
+def _check_digest(path: Path, name: str, actual: str, recorded: str) -> None:
+    if actual != recorded:
+        raise WorldFormatError(f"{path}: {name} does not match the manifest's digest (modified or corrupt)")
+
+
+class _DigestsOnRead:
+    """``verify="on-read"``: the manifest's digest kinds and the files' sizes are checked when
+    it is made; a data file's digest when it is called with the file's name, before a column is
+    read from it (:func:`~fictionworld.reading.lazy_tables`). A file is hashed once while it
+    stays the same file (device, inode, size and modification time, looked at before every
+    read): one replaced or written since is hashed again, and one that did not match raises at
+    once at every read until it changes. A lock per file; the locks are made anew in a forked
+    child (a fork while another thread hashed would leave them held there)."""
+
+    _live: weakref.WeakSet = weakref.WeakSet()
+
+    def __init__(self, path: Path, recorded: dict):
+        self.path, self.recorded = path, recorded
+        self.kind = _digest_kind(path, recorded)
+        _check_sizes(path, recorded)
+        self.seen: dict[str, tuple[tuple, str | None]] = {}  # name -> (identity hashed, its error)
+        self._new_locks()
+        _DigestsOnRead._live.add(self)
+
+    def _new_locks(self) -> None:
+        self.locks = {name: threading.Lock() for name in self.recorded}
+
+    def __call__(self, name: str) -> None:
+        now = _identity(self.path, name)
+        seen = self.seen.get(name)
+        if seen is None or seen[0] != now:
+            with self.locks[name]:
+                now = _identity(self.path, name)
+                seen = self.seen.get(name)
+                if seen is None or seen[0] != now:
+                    seen = self.seen[name] = (now, self._error(name, now))
+        if seen[1] is not None:
+            raise WorldFormatError(seen[1])
+
+    def _error(self, name: str, identity: tuple) -> str | None:
+        """Why ``name`` (as ``identity`` says it is now) is not the file the manifest records."""
+        if identity[2] != self.recorded[name].get("bytes"):
+            return f"{self.path}: {name} has another size than the manifest records (truncated or modified)"
+        actual = _digest_of(self.path, name, self.kind)  # (a file that cannot be read raises, not kept)
+        try:
+            _check_digest(self.path, name, actual, self.recorded[name][self.kind])
+        except WorldFormatError as exc:
+            return str(exc)
+        return None
+
+
+def _renew_digest_locks() -> None:
+    for checker in list(_DigestsOnRead._live):
+        checker._new_locks()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_digest_locks)

@@ -223,7 +223,7 @@ class World:
         return save_world(self, path, overwrite=overwrite, web=web)
 
     @classmethod
-    def load(cls, path: str | Path, *, verify: bool = True) -> World:
+    def load(cls, path: str | Path, *, verify: bool | str = True) -> World:
         from fictionworld.storage import load_world
 
         return load_world(path, verify=verify)

@@ -6,6 +6,7 @@ linker are tested in ``test_lookups.py``."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import random
 import shutil
@@ -57,7 +58,7 @@ def _same_tables(a, b) -> None:
                 assert x == y, f.name
 
 
-@pytest.mark.parametrize("verify", [False, "files"])
+@pytest.mark.parametrize("verify", [False, "files", "on-read"])
 def test_a_world_opened_to_serve_reads_nothing_until_asked_and_then_the_same(saved_world, world, verify):
     served = load_world(saved_world, verify=verify)
     assert isinstance(served.entities, LazyColumns) and isinstance(served.facts, LazyColumns)
@@ -119,6 +120,94 @@ def test_file_digests_catch_a_changed_byte_and_a_short_file(saved_world, tmp_pat
         load_world(d, verify=False)  # a footer that does not read is caught even untrusted
     with pytest.raises(ValueError, match="verify must be"):
         load_world(saved_world, verify="yes")
+
+
+def test_on_read_digests_are_checked_before_a_files_first_read_not_at_load(saved_world, tmp_path, monkeypatch):
+    """``verify="on-read"`` (what a server opens with): a changed byte in facts.parquet lets
+    the world open and answer searches (they read the web, never the graph), and every read of
+    a fact column then raises; entities.parquet, unchanged, reads, its digest taken once for
+    all its columns. A truncated file, or a manifest with no known digest, is refused at load."""
+    from fictionworld import storage
+
+    d = _copy(saved_world, tmp_path)
+    data = bytearray((d / "facts.parquet").read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (d / "facts.parquet").write_bytes(bytes(data))
+    digests = []
+    real = storage.file_digests
+    monkeypatch.setattr(storage, "file_digests", lambda path, names, *a: digests.append(names) or real(path, names, *a))
+    served = load_world(d, verify="on-read")
+    assert digests == []  # (nothing read yet)
+    assert served.search("founded 1998", k=5) == load_world(saved_world, verify=False).search("founded 1998", k=5)
+    assert digests == []  # (a search reads no file of the graph)
+    for _ in range(2):  # (a file that did not match is not trusted the second time either)
+        with pytest.raises(WorldFormatError, match="facts.parquet does not match the manifest's digest"):
+            served.facts.subject  # noqa: B018
+    assert digests == [("facts.parquet",)]  # (nor hashed again while it is the same file)
+    whole = load_world(saved_world, verify=False).entities
+    assert served.entities.name.tolist() == whole.name.tolist()
+    assert served.entities.ids.tolist() == whole.ids.tolist()
+    assert digests[1:] == [("entities.parquet",)]  # one digest for every column of the file
+    # the file mended (written again: another file), it is hashed again and read
+    (d / "facts.parquet").write_bytes((saved_world / "facts.parquet").read_bytes())
+    assert served.facts.subject.tolist() == load_world(saved_world, verify=False).facts.subject.tolist()
+    assert digests[2:] == [("facts.parquet",)]
+    # and changed again after it passed: the next read sees another file, hashes it, refuses it
+    os.replace(d / "facts.parquet", d / "facts.old")
+    (d / "facts.parquet").write_bytes(bytes(data))
+    with pytest.raises(WorldFormatError, match="facts.parquet does not match the manifest's digest"):
+        served.facts.object  # noqa: B018
+    (d / "entities.parquet").write_bytes((saved_world / "entities.parquet").read_bytes()[:-10])
+    with pytest.raises(WorldFormatError, match="entities.parquet has another size"):
+        load_world(d, verify="on-read")
+    good = load_world(saved_world, verify="on-read")
+    m = json.loads((saved_world / "manifest.json").read_text())
+    m["files"]["facts.parquet"] = {"bytes": m["files"]["facts.parquet"]["bytes"], "md5": "0" * 32}
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(WorldFormatError, match="file digests are of no known kind"):
+        load_world(d, verify="on-read")
+    assert len(good.facts.subject) == len(good.facts)  # (the unchanged world reads, checked)
+
+
+def test_on_read_checks_say_one_line_on_os_errors_and_fork_safely(saved_world, tmp_path, monkeypatch):
+    """A data file that cannot be read while its digest is taken (permissions, I/O) is one
+    WorldFormatError line, in both digest modes. A child forked while another thread of its
+    parent hashes a file reads the graph all the same (the locks are made anew in the child)."""
+    import threading
+    import time
+
+    from fictionworld import storage
+
+    def denied(*_a, **_k):
+        raise PermissionError(13, "Permission denied")
+
+    served = load_world(saved_world, verify="on-read")
+    with monkeypatch.context() as m:
+        m.setattr(storage, "file_digests", denied)
+        with pytest.raises(WorldFormatError, match=r"facts.parquet: unreadable .*Permission denied"):
+            served.facts.id  # noqa: B018
+        with pytest.raises(WorldFormatError, match=r"entities.parquet: unreadable .*Permission denied"):
+            load_world(saved_world, verify="files")
+    assert len(served.facts.id) == len(served.facts)  # (the error was not kept: readable again, checked)
+    served = load_world(saved_world, verify="on-read")
+    real = storage.file_digests
+    monkeypatch.setattr(storage, "file_digests", lambda *a: time.sleep(0.6) or real(*a))
+    reader = threading.Thread(target=lambda: served.facts.id)
+    reader.start()
+    time.sleep(0.2)  # (the thread holds facts.parquet's lock now)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (the child)
+        import signal
+
+        signal.alarm(20)
+        try:
+            ok = len(served.facts.id) == len(served.facts) and len(served.entities.name) == len(served.entities)
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    reader.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
 
 
 def test_a_manifest_with_the_older_blake2b_digests_is_checked_with_them(saved_world, tmp_path):

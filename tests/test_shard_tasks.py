@@ -43,8 +43,8 @@ def test_shard_files_are_written_compressed_and_read_back_whole(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's mappings in /proc/self/maps")
 def test_a_worker_lets_go_of_a_removed_store(tmp_path):
-    """The renderer of a store that was removed is dropped at the worker's next index task,
-    and its mappings with it (they would keep the removed files' disk space taken)."""
+    """The renderer of a store that was removed is dropped at the worker's next index or check
+    task, and its mappings with it (they would keep the removed files' disk space taken)."""
     from fictionworld.web import shard_tasks, shards
     from fictionworld.web.store import write_store
     from generators import generate_world
@@ -62,6 +62,13 @@ def test_a_worker_lets_go_of_a_removed_store(tmp_path):
         assert not store.exists()
         shard_tasks._forget_removed_stores()
         assert not shard_tasks._RENDERERS and not mapped()
+        # a check unit (queued after every render task) goes through tidy, which lets go of
+        # the renderer first, the store removed or not
+        write_store(world, store)
+        shard_tasks._renderer(str(store)).render_block(0)
+        assert mapped() and shard_tasks.tidy(lambda *a: (a, mapped()), 1, 2) == ((1, 2), False)
+        assert not shard_tasks._RENDERERS
+        assert shard_tasks._renderer(str(store)).render_block(0).num_rows > 0  # (opened again at need)
     finally:
         shard_tasks._RENDERERS.clear()
 

@@ -246,10 +246,14 @@ def test_the_store_goes_once_every_shard_is_rendered_and_a_resumed_build_needs_i
         seen.append((rendered, (build / "store" / "store.json").exists()))
         return real_index(*args)
 
+    tidied = []  # the check units, each run after letting go of removed stores (shard_tasks.tidy)
+    real_tidy = shards.tidy
     monkeypatch.setattr(shards, "index_shard", index)
+    monkeypatch.setattr(shards, "tidy", lambda fn, *a: tidied.append(fn.__name__) or real_tidy(fn, *a))
     monkeypatch.setattr(join, "_join_indexes", stop)
     with pytest.raises(KeyboardInterrupt):
         build_world(small_spec(), SEED, path, workers=1, shards=3)  # (its tasks in this process, in turn)
+    assert tidied and set(tidied) == {"check_unit"}
     assert (build / "graph" / "manifest.json").exists() and not (build / "store").exists()
     # (the order of the tasks varies; shard 2 is indexed once every shard is rendered)
     assert len(seen) == 3 and all(there == (rendered < 3) for rendered, there in seen) and seen[-1][0] == 3

@@ -173,13 +173,16 @@ class WorldService:
              warm: bool = True) -> WorldService:  # fmt: skip
         """Opens a saved world and its web; ``warm`` runs one search now, so the first request is
         as fast as the rest. The world's data files are checked against the digests in its
-        manifest (``verify="files"``: at disk speed, where recomputing the content hash reads
-        every fact, about 9 s at a million entities); the tables are then read column by column
-        as requests need them, and the pages, index and lexicon are memory-mapped, so forked
-        workers share them. Raises WorldFormatError or WebError with one clear line."""
+        manifest, each before the first column read from it (``verify="on-read"``; recomputing
+        the content hash reads every fact, about 9 s at a million entities): searches and pages
+        read the web, not the graph, so the first answer does not wait for the graph's files
+        (1 GB at 10M entities, seconds when they are not in the page cache). The tables are
+        read column by column as requests need them, and the pages, index and lexicon are
+        memory-mapped, so forked workers share them. Raises WorldFormatError or WebError with
+        one clear line."""
         from fictionworld.storage import load_world
 
-        world = load_world(directory, verify="files")
+        world = load_world(directory, verify="on-read")
         web = Web.load(world, directory)
         service = cls(web, knobs=knobs, limits=limits, directory=directory)
         if warm:

@@ -37,6 +37,7 @@ from fictionworld.web.shard_tasks import (
     index_shard,
     make_graph,
     render_shard,
+    tidy,
     write_graph,
 )
 from fictionworld.web.store import RenderStore
@@ -204,7 +205,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                             s,
                         )
                 for key, job in first[1:]:  # the units that need no first pass, after the renderers
-                    pending[runner.submit(*job)] = ("check", key)
+                    pending[runner.submit(tidy, *job)] = ("check", key)
                 queued: set[int] = set()
 
                 queue_indexes(pending, queued)
@@ -233,7 +234,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                             (index_dir / f"shard-{s:05d}.done").write_text(str(value))
                         elif kind == "check":
                             for key, job in checks.done(s, value):
-                                pending[runner.submit(*job)] = ("check", key)
+                                pending[runner.submit(tidy, *job)] = ("check", key)
                             if checks.violations is not None:
                                 violations = [v.model_dump(mode="json") for v in checks.violations]
                                 write_json(checks_file, violations)
