@@ -294,6 +294,9 @@ def test_the_lexicon_gives_each_entity_its_name_and_aliases(saved_world, world):
     assert [lex.subject_forms(r) for r in range(len(e))] == want
     tail = Lexicon(served.linker, served.speller, forms.slice(cut))
     assert [tail.subject_forms(r) for r in range(len(e) - cut)] == want[cut:]
+    for bad in (-1, len(e)):
+        with pytest.raises(IndexError):
+            lex.subject_forms(bad)
 
 
 def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path):
