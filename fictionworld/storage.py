@@ -8,12 +8,9 @@ and reports any problem as one :class:`WorldFormatError` line.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
-import threading
-import weakref
 from itertools import chain
 from pathlib import Path
 from typing import Literal
@@ -22,17 +19,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import xxhash
 from pydantic import ValidationError
 
 from fictionworld.dates import NA_DATE
+from fictionworld.digests import DIGEST, DigestsOnRead, check_digests, file_digests
 from fictionworld.reading import WorldFormatError, lazy_tables, read_table, read_tables, unreadable
 from fictionworld.schema import PREDICATES
 from fictionworld.spec import WorldSpec
 from fictionworld.tables import NA_INT, TYPE_NAMES, FactTable
 from fictionworld.world import FORMAT, UNITS, World
 
-__all__ = ["WorldFormatError", "save_world", "load_world", "read_manifest", "file_digests"]
+__all__ = ["WorldFormatError", "save_world", "load_world", "read_manifest", "file_digests", "DIGEST"]
 
 FORMAT_NAME, FORMAT_VERSION = FORMAT.split("/")
 FORMAT_VERSION_INT = int(FORMAT_VERSION)
@@ -325,9 +322,9 @@ def load_world(path: str | Path, *, verify: bool | str = True) -> World:
         mode = "content"
     check = None
     if mode == "files":
-        _check_digests(path, manifest["files"])
+        check_digests(path, manifest["files"])
     elif mode == "on-read":
-        check = _DigestsOnRead(path, manifest["files"])
+        check = DigestsOnRead(path, manifest["files"])
     counts = manifest["counts"]
     if mode == "content":
         ent = read_table(path, "entities.parquet", tuple(ENTITY_SCHEMA.names), ["type", "culture"])
@@ -377,134 +374,3 @@ def _footer(path: Path, name: str, columns: tuple[str, ...]) -> int:
     if missing:
         raise WorldFormatError(f"{file}: missing columns {missing}")
     return meta.num_rows
-
-
-# The digest a manifest records for each data file: xxHash's XXH3, 128 bits. It catches a
-# corrupt or changed file as a cryptographic digest would (one chance in 2**128 of missing it),
-# at memory speed: 31.6 GB/s against blake2b's 1.42 GB/s here, so checking the 0.97 GB of a 10M
-# world's Parquet (files cached) takes 0.12-0.14 s where blake2b took 0.86-0.89 s. A
-# cryptographic hash would buy nothing more: the manifest holding the digests is not signed, so
-# whoever can change the files can change it too. Manifests written with "blake2b" are checked
-# with that.
-DIGEST = "xxh3_128"
-_DIGESTS = {
-    DIGEST: xxhash.xxh3_128,
-    "blake2b": lambda: hashlib.blake2b(digest_size=20),
-}
-
-
-def file_digests(
-    path: Path, names: tuple[str, ...] = ("entities.parquet", "facts.parquet"), algorithm: str = DIGEST
-) -> dict:
-    """``{name: {"bytes": size, algorithm: hex}}`` of a world's data files (:data:`DIGEST`)."""
-    out = {}
-    for name in names:
-        h = _DIGESTS[algorithm]()
-        buf = memoryview(bytearray(1 << 23))
-        with open(path / name, "rb", buffering=0) as f:
-            while n := f.readinto(buf):
-                h.update(buf[:n])
-        out[name] = {"bytes": (path / name).stat().st_size, algorithm: h.hexdigest()}
-    return out
-
-
-def _check_digests(path: Path, recorded: dict) -> None:
-    kind = _digest_kind(path, recorded)
-    _check_sizes(path, recorded)
-    for name in recorded:
-        _check_digest(path, name, _digest_of(path, name, kind), recorded[name][kind])
-
-
-def _digest_kind(path: Path, recorded: dict) -> str:
-    """The digest algorithm that the manifest's ``files`` records for both data files."""
-    names = tuple(recorded)
-    if set(names) != {"entities.parquet", "facts.parquet"}:
-        raise WorldFormatError(f"{path}/manifest.json: its file digests name {sorted(names)}")
-    known = [a for a in _DIGESTS if all(isinstance(recorded[n], dict) and a in recorded[n] for n in names)]
-    if not known:
-        raise WorldFormatError(f"{path}/manifest.json: its file digests are of no known kind ({', '.join(_DIGESTS)})")
-    return known[0]
-
-
-def _identity(path: Path, name: str) -> tuple[int, int, int, int]:
-    """(device, inode, size, mtime) of a data file: what changes when it is replaced or written."""
-    try:
-        st = (path / name).stat()
-    except FileNotFoundError:
-        raise WorldFormatError(f"{path}: {name} is missing") from None
-    except OSError as exc:
-        raise unreadable(path / name, exc) from None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _check_sizes(path: Path, recorded: dict) -> None:
-    for name in recorded:
-        if _identity(path, name)[2] != recorded[name].get("bytes"):
-            raise WorldFormatError(f"{path}: {name} has another size than the manifest records (truncated or modified)")
-
-
-def _digest_of(path: Path, name: str, kind: str) -> str:
-    try:
-        return file_digests(path, (name,), kind)[name][kind]
-    except OSError as exc:
-        raise unreadable(path / name, exc) from None
-
-
-def _check_digest(path: Path, name: str, actual: str, recorded: str) -> None:
-    if actual != recorded:
-        raise WorldFormatError(f"{path}: {name} does not match the manifest's digest (modified or corrupt)")
-
-
-class _DigestsOnRead:
-    """``verify="on-read"``: the manifest's digest kinds and the files' sizes are checked when
-    it is made; a data file's digest when it is called with the file's name, before a column is
-    read from it (:func:`~fictionworld.reading.lazy_tables`). A file is hashed once while it
-    stays the same file (device, inode, size and modification time, looked at before every
-    read): one replaced or written since is hashed again, and one that did not match raises at
-    once at every read until it changes. A lock per file; the locks are made anew in a forked
-    child (a fork while another thread hashed would leave them held there)."""
-
-    _live: weakref.WeakSet = weakref.WeakSet()
-
-    def __init__(self, path: Path, recorded: dict):
-        self.path, self.recorded = path, recorded
-        self.kind = _digest_kind(path, recorded)
-        _check_sizes(path, recorded)
-        self.seen: dict[str, tuple[tuple, str | None]] = {}  # name -> (identity hashed, its error)
-        self._new_locks()
-        _DigestsOnRead._live.add(self)
-
-    def _new_locks(self) -> None:
-        self.locks = {name: threading.Lock() for name in self.recorded}
-
-    def __call__(self, name: str) -> None:
-        now = _identity(self.path, name)
-        seen = self.seen.get(name)
-        if seen is None or seen[0] != now:
-            with self.locks[name]:
-                now = _identity(self.path, name)
-                seen = self.seen.get(name)
-                if seen is None or seen[0] != now:
-                    seen = self.seen[name] = (now, self._error(name, now))
-        if seen[1] is not None:
-            raise WorldFormatError(seen[1])
-
-    def _error(self, name: str, identity: tuple) -> str | None:
-        """Why ``name`` (as ``identity`` says it is now) is not the file the manifest records."""
-        if identity[2] != self.recorded[name].get("bytes"):
-            return f"{self.path}: {name} has another size than the manifest records (truncated or modified)"
-        actual = _digest_of(self.path, name, self.kind)  # (a file that cannot be read raises, not kept)
-        try:
-            _check_digest(self.path, name, actual, self.recorded[name][self.kind])
-        except WorldFormatError as exc:
-            return str(exc)
-        return None
-
-
-def _renew_digest_locks() -> None:
-    for checker in list(_DigestsOnRead._live):
-        checker._new_locks()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_digest_locks)

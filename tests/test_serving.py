@@ -127,7 +127,7 @@ def test_on_read_digests_are_checked_before_a_files_first_read_not_at_load(saved
     the world open and answer searches (they read the web, never the graph), and every read of
     a fact column then raises; entities.parquet, unchanged, reads, its digest taken once for
     all its columns. A truncated file, or a manifest with no known digest, is refused at load."""
-    from fictionworld import storage
+    from fictionworld import digests as storage  # (where the files are hashed)
 
     d = _copy(saved_world, tmp_path)
     data = bytearray((d / "facts.parquet").read_bytes())
@@ -176,7 +176,7 @@ def test_on_read_checks_say_one_line_on_os_errors_and_fork_safely(saved_world, t
     import threading
     import time
 
-    from fictionworld import storage
+    from fictionworld import digests as storage  # (where the files are hashed)
 
     def denied(*_a, **_k):
         raise PermissionError(13, "Permission denied")

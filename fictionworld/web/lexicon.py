@@ -12,13 +12,14 @@ then built from the world on first use, as before.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -101,14 +102,14 @@ class Lexicon:
         # lexicon opened, 0.28 GiB read from disk before a fresh process's first answer and
         # kept in its memory.
         self._aliases = self.forms.column("aliases").chunks
-        self._alias_starts = np.cumsum([0, *map(len, self._aliases)])
+        self._alias_starts = list(itertools.accumulate(map(len, self._aliases), initial=0))
 
     def subject_forms(self, row: int) -> tuple[str, ...]:
         """Entity ``row``'s name and aliases."""
         if not 0 <= row < self._alias_starts[-1]:
             raise IndexError(f"entity row {row} out of range")
-        i = int(np.searchsorted(self._alias_starts, row, side="right")) - 1
-        return (self.names[row], *self._aliases[i][row - int(self._alias_starts[i])].as_py())
+        i = bisect.bisect_right(self._alias_starts, row) - 1  # (an empty batch starts where the next does)
+        return (self.names[row], *self._aliases[i][row - self._alias_starts[i]].as_py())
 
     @classmethod
     def open(cls, directory: str | Path, world_hash: str, entities: int) -> Lexicon | None:

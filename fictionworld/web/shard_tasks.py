@@ -67,10 +67,13 @@ def _forget_removed_stores() -> None:
     shard is rendered): their mappings would hold its disk space until the worker ends. Index
     tasks call it as they start, between record batches and as they end (at 10M entities the
     store is 6.8 GiB). A stat per store: cheap enough to ask often."""
-    gone = [s for s in _RENDERERS if not (Path(s) / "store.json").exists()]
-    for store in gone:
+    _drop_renderers([s for s in _RENDERERS if not (Path(s) / "store.json").exists()])
+
+
+def _drop_renderers(stores: list[str]) -> None:
+    for store in stores:
         del _RENDERERS[store]
-    if gone:
+    if stores:
         import gc
 
         gc.collect()  # (the store's Arrow buffers hold its mappings)
@@ -84,11 +87,7 @@ def tidy(fn, *args):
     units that the last renderers run next, long after the store is removed: at 10M entities
     both workers held the removed 6.8 GiB store for minutes, disk space the build's peak
     counted."""
-    if _RENDERERS:
-        import gc
-
-        _RENDERERS.clear()
-        gc.collect()  # (the store's Arrow buffers hold its mappings)
+    _drop_renderers(list(_RENDERERS))
     return fn(*args)
 
 
