@@ -21,7 +21,7 @@ PACKAGES = ("fictionworld", "generators", "rollout")
 # (layer, module prefixes), lowest first; the longest matching prefix decides.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("fictionworld._version", "fictionworld.records", "fictionworld.schema", "fictionworld.spec",
-              "fictionworld.tables", "fictionworld.dates", "fictionworld.world", "fictionworld.storage", "fictionworld.reading",
+              "fictionworld.tables", "fictionworld.dates", "fictionworld.world", "fictionworld.storage", "fictionworld.digests", "fictionworld.reading",
               "fictionworld.streaming", "fictionworld.executors",
               "fictionworld.folding", "fictionworld.seeding", "fictionworld.surface", "fictionworld.gazetteer",
               "fictionworld.categories", "fictionworld.knobs", "fictionworld.errors", "fictionworld.llm",
