@@ -6,6 +6,7 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
     python benchmarks/bench_search.py --world DIR            # serving a saved world (any size)
     python benchmarks/bench_search.py --world DIR --engine   # the engine alone on name queries
     python benchmarks/bench_search.py --world DIR --cold     # pages not in the page cache
+    python benchmarks/bench_search.py --world DIR --hidden   # hidden layers: left out in the engine or struck out
     python benchmarks/bench_search.py --world DIR --evict --verify on-read files   # first answers from disk
 
 ``--world`` times a fresh process from its start to its first answer, opening the world as a
@@ -224,6 +225,78 @@ first, unseen = make(0), make(1)
 out = {"limit": index_module.common_limit(ix.num_docs), "first": lat(first), "unseen": lat(unseen), "again": lat(first)}
 print(json.dumps(out))
 """
+HIDDEN_CHILD = r"""
+import json, os, sys, time
+import numpy as np
+try:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+except (AttributeError, OSError):
+    pass
+import fictionworld as fw
+import fictionworld.web.web as web_module
+world = fw.World.load(sys.argv[1], verify="on-read")
+web = world.web
+ix = web.index
+if not ix.hides_layers:
+    print(json.dumps({"error": "this world's index has no layer field (built before 2026-11-27): rebuild it"}))
+    raise SystemExit(0)
+names = web.lexicon.names
+lists = np.flatnonzero(web.pages.kind == "list")
+extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
+def typo(s, rng):
+    w = s.split(" "); i = max(range(len(w)), key=lambda k: len(w[k])); x = w[i]
+    if len(x) > 4: j = int(rng.integers(1, len(x) - 2)); w[i] = x[:j] + x[j + 1] + x[j] + x[j + 2:]
+    return " ".join(w)
+def make_queries(seed):  # the queries of the latency runs (SERVE_CHILD)
+    rng = np.random.default_rng(seed)
+    queries = []
+    for r in rng.choice(len(names), 1200, replace=False).tolist():
+        kind = len(queries) % 6
+        name = names[r]
+        if kind == 0: queries.append(name)
+        elif kind in (1, 2): queries.append(f"{name} {extra[int(rng.integers(len(extra)))]}")
+        elif kind == 3: queries.append(typo(name, rng))
+        elif kind == 4: queries.append(web.pages.titles[int(rng.choice(lists))].lower())
+        else: queries.append(f"who {['founded', 'directed', 'wrote', 'won'][len(queries) % 4]} {name}")
+    return queries
+first = make_queries(0)
+queries = first + [q for q in make_queries(1) if q not in set(first)]
+real_search, real_hits = ix.search, web_module.Web.hits
+calls = []
+def counted(tokens, n, hide=()):
+    calls.append(n)
+    return real_search(tokens, n, hide)
+ix.search = counted
+def hits_hiding_first(self, query, n, knobs=None):  # every fetch leaves the hidden layers out
+    rates = self.rates(knobs or self.knobs)
+    every = web_module._hidden(rates)
+    ix.search = lambda tokens, m, hide=(): counted(tokens, m, every)
+    try:
+        return real_hits(self, query, n, knobs)
+    finally:
+        ix.search = counted
+ways = {"after": [], "again": [], "first": []}
+fetches = []
+for i, q in enumerate(queries):
+    for way in [("after", "again", "first"), ("again", "first", "after"), ("first", "after", "again")][i % 3]:
+        ix.hides_layers = way != "after"
+        ix._common_top.clear()  # each query pays for its common words, as in a fresh process
+        calls.clear()
+        fn = hits_hiding_first if way == "first" else real_hits
+        t = time.perf_counter(); fn(web, q, 10); ways[way].append((time.perf_counter() - t) * 1000)
+        if way == "after":
+            fetches.append(len(calls))
+fetches = np.array(fetches)
+many = fetches > 1
+out = {"queries": len(queries), "fetched_again": int(many.sum()), "fetches": np.bincount(fetches).tolist()}
+for way, ts in ways.items():
+    ts = np.array(ts)
+    out[way] = {"p50_ms": float(np.percentile(ts, 50)), "p99_ms": float(np.percentile(ts, 99)), "mean_ms": float(ts.mean()),
+                "again_median_ms": float(np.median(ts[many])) if many.any() else 0.0,
+                "again_mean_ms": float(ts[many].mean()) if many.any() else 0.0,
+                "others_mean_ms": float(ts[~many].mean())}
+print(json.dumps(out))
+"""
 COLD_CHILD = r"""
 import json, os, sys, time
 import numpy as np
@@ -282,6 +355,30 @@ def engine(world: str) -> None:
                 f"{k} p50 {d[k]['p50_ms']:.2f} / p99 {d[k]['p99_ms']:.1f} ms" for k in ("first", "unseen", "again")
             )
         )
+
+
+def hidden(world: str, repeat: int) -> None:
+    """Retrieval (``Web.hits``, n = 10) over the 2,400 queries of the latency runs, the pages of
+    hidden layers struck out after ranking ("after", as before 2026-11-27), left out in the engine
+    when a query fetches again ("again", what ``Web.hits`` does), and left out from the first
+    fetch ("first"): the three alternated query by query in one process, the common-clause
+    cache emptied before each search (each query pays for its common words, as in a fresh
+    process). Under the world's default knobs."""
+    print(
+        f"== hidden layers: {world} (one process per run; one core; Web.hits, n = 10; common-clause cache emptied each time) =="
+    )
+    for _ in range(repeat):
+        d = _child(HIDDEN_CHILD, world)
+        if "error" in d:
+            raise SystemExit(d["error"])
+        print(
+            f"{d['queries']:,} queries, {d['fetched_again']} fetched again when struck out after ranking (fetches: {d['fetches']})"
+        )
+        for way, label in (("after", "struck out after ranking"), ("again", "left out when fetching again"),
+                           ("first", "left out from the first fetch")):  # fmt: skip
+            m = d[way]
+            print(f"  {label:30} p50 {m['p50_ms']:.2f} p99 {m['p99_ms']:.2f} mean {m['mean_ms']:.2f} ms | fetched again: "
+                  f"median {m['again_median_ms']:.2f} mean {m['again_mean_ms']:.2f} | the others' mean {m['others_mean_ms']:.2f}")  # fmt: skip
 
 
 def cold(world: str, repeat: int, queries: int = 600) -> None:
@@ -374,11 +471,16 @@ def main() -> None:
                     help="with --world: the ways a fresh process opens it (content reads every fact: minutes at 10M, and it "
                     "evicts the page cache a server would have)")  # fmt: skip
     ap.add_argument("--cold", action="store_true", help="with --world: searches with the pages file evicted first")
+    ap.add_argument("--hidden", action="store_true", help="with --world: retrieval with hidden layers struck out after "
+                    "ranking, left out in the engine when fetching again, and from the first fetch (alternated)")
     ap.add_argument("--evict", action="store_true", help="with --world: every file of the world evicted from the page "
                     "cache before each fresh process (its first answer from disk; no query timings)")
     args = ap.parse_args()
     if args.world and args.cold:
         cold(args.world, args.repeat)
+        return
+    if args.world and args.hidden:
+        hidden(args.world, args.repeat)
         return
     if args.world and args.engine:
         engine(args.world)

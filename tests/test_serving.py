@@ -310,6 +310,39 @@ def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path)
     assert load_world(d).web.pages.kind_code.tolist() == codes[0].tolist()
 
 
+def test_the_saved_page_columns_are_mapped_not_copied_and_checked(saved_world, world, tmp_path):
+    d = _copy(saved_world, tmp_path)
+    served = load_world(d, verify=False).web.pages
+    table = served.table
+    want = {c: table.column(c) for c in ("u", "entity", "published")}
+    assert served.u.tolist() == want["u"].to_pylist()
+    assert served.entity.tolist() == want["entity"].to_pylist()
+    assert served.published.tolist() == want["published"].cast(pa.int32()).to_pylist()
+    for column in (served.u, served.entity, served.published):  # read off the file's mapping, shared
+        assert not column.flags.owndata and not column.flags.writeable
+    queries = [world.entities.name[r] for r in range(0, len(world.entities), 11)] + ["Films released in 1998"]
+    results = [load_world(d, verify=False).search(q, k=10) for q in queries]
+    url = served.urls[len(served) // 3]
+    page = load_world(d, verify=False).open(url)
+    columns = np.load(d / "pages.columns.npy")
+    (d / "pages.columns.npy").unlink()  # a web saved before the file: copied from the table
+    old = load_world(d, verify=False)
+    assert old.web.pages.columns is None and old.web.pages.u.flags.writeable
+    assert (
+        old.web.pages.u.tolist() == served.u.tolist() and old.web.pages.published.tolist() == served.published.tolist()
+    )
+    assert [old.search(q, k=10) for q in queries] == results and old.open(url) == page
+    for bad in (columns[:, :-1], columns[:2], columns.astype(np.int64), columns.astype(np.float32)):
+        np.save(d / "pages.columns.npy", bad)
+        with pytest.raises(WebError, match="pages.columns.npy: not the u, entity and published columns of"):
+            load_world(d, verify=False).web  # noqa: B018
+    (d / "pages.columns.npy").write_bytes(b"not an array")
+    with pytest.raises(WebError, match="pages.columns.npy: not a NumPy array"):
+        load_world(d, verify=False).web  # noqa: B018
+    np.save(d / "pages.columns.npy", columns)
+    assert [load_world(d, verify=False).search(q, k=10) for q in queries] == results
+
+
 def test_the_saved_article_map_is_read_and_checked_not_trusted(saved_world, world, tmp_path):
     d = _copy(saved_world, tmp_path)
     articles = np.load(d / "pages.articles.npy")

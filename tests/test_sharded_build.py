@@ -30,6 +30,7 @@ def fingerprint(path: Path) -> dict:
         "url_order": (path / "pages.url-order.npy").read_bytes(),
         "codes": (path / "pages.codes.npy").read_bytes(),
         "articles": (path / "pages.articles.npy").read_bytes(),
+        "columns": (path / "pages.columns.npy").read_bytes(),
         "lexicon": {f.name: f.read_bytes() for f in sorted((path / "lexicon").iterdir())},
         "common_best": (path / "index" / "common-best.json").read_bytes(),
         "results": results,

@@ -39,6 +39,7 @@ def test_layout_and_manifest(saved_world, world):
         "pages.url-order.npy",
         "pages.codes.npy",
         "pages.articles.npy",
+        "pages.columns.npy",
         "index",
         "lexicon",
         "web.json",

@@ -285,10 +285,10 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
     calls, bounds = [], []  # the searches a query made (not those finding a bound), bounds asked
     real_top, real_bound = ix._top, ix._bound
 
-    def top(query, n):
+    def top(query, n, hide=()):
         if not bounds or bounds[-1] != "finding":
             calls.append(n)
-        return real_top(query, n)
+        return real_top(query, n, hide)
 
     def bound(clauses):
         bounds.append("finding")
@@ -332,3 +332,72 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
     finally:
         ix._top, ix._bound, ix._common_above = real_top, real_bound, real_above
     assert min(ways.values()) > 20, ways
+
+
+def test_hidden_layers_are_left_out_in_the_engine_with_the_same_scores(world):
+    """``search(tokens, n, hide=...)`` against the whole ranking with those layers' pages
+    struck out afterwards: the same pages, the same scores float for float, at every depth.
+    The queries are built from perturbation pages' titles, so the layers left out hold many
+    of the best pages."""
+    from fictionworld.web.pages import LAYERS
+
+    ix = world.web.index
+    pages = world.web.pages
+    assert ix.hides_layers
+    hidden_rows = np.flatnonzero(pages.layer > 0)
+    assert len(hidden_rows) > 500
+    rng = np.random.default_rng(5)
+    struck = 0
+    for i in range(300):
+        row = int(rng.choice(hidden_rows)) if i % 3 else int(rng.integers(len(pages)))
+        words = ix.analyze(pages.titles[row])
+        tokens = [str(w) for w in rng.choice(words, min(len(words), int(rng.integers(1, 4))), replace=False)]
+        hide = tuple(str(h) for h in rng.choice(LAYERS[1:], int(rng.integers(1, 4)), replace=False))
+        n = int(rng.choice([1, 5, 20, 100]))
+        got = ix.search(tokens, n, hide=hide)
+        every, scores = ix.search(tokens, len(pages))
+        keep = ~np.isin(pages.layer[every], [LAYERS.index(h) for h in hide])
+        struck += int((~keep[: n + (~keep).sum()]).sum() > 0)
+        assert np.array_equal(got[0], every[keep][:n]) and np.array_equal(got[1], scores[keep][:n]), (tokens, hide, n)
+    assert struck > 150  # most searches did have hidden pages among their best
+    old = type(ix).__new__(type(ix))
+    with pytest.raises(ValueError, match="does not know the pages' layers"):
+        old.__dict__.update(ix.__dict__, hides_layers=False)
+        old.search(["film"], 5, hide=("distractor",))
+
+
+def test_search_leaves_hidden_layers_out_in_the_engine_and_answers_as_before(world, monkeypatch):
+    """``Web.hits`` passes the layers its knobs show none of to the engine: the same results
+    as the search that strikes them out after ranking (its fetch growing four times over
+    until it has enough), under the default knobs (every perturbation layer hidden) and under
+    knobs that show a share of some layers (those are struck out after ranking as before)."""
+    from fictionworld.knobs import Knobs
+
+    web = world.web
+    pages = web.pages
+    rng = np.random.default_rng(8)
+    hidden_rows = np.flatnonzero(pages.layer > 0)
+    queries = [pages.titles[int(r)] for r in rng.choice(hidden_rows, 120, replace=False)]
+    queries += [world.entities.name[int(r)] + " founded" for r in rng.choice(len(world.entities), 60, replace=False)]
+    queries += ["film", "people born in", "population", "released"]
+    hides = []
+    real = web.index.search
+
+    def search(tokens, n, hide=()):
+        hides.append(hide)
+        return real(tokens, n, hide)
+
+    for knobs in (Knobs(), Knobs(distractor_rate=0.5, conflict_rate=1.0)):
+        monkeypatch.setattr(web.index, "search", search)
+        hides.clear()
+        got = [web.hits(q, 10, knobs) for q in queries]
+        assert {h for h in hides if h} == (
+            {("distractor", "confusable", "conflict")} if knobs == Knobs() else {("confusable",)}
+        )
+        monkeypatch.setattr(web.index, "hides_layers", False)  # as an index built before layers were indexed
+        hides.clear()
+        assert [web.hits(q, 10, knobs) for q in queries] == got
+        assert not any(hides)
+        if knobs == Knobs():  # (struck out after ranking, many a query had to fetch again)
+            assert len(hides) > len(queries) + 20, len(hides) - len(queries)
+        monkeypatch.undo()

@@ -88,7 +88,10 @@ class SearchBackend(Protocol):
     """What a search index must do for :class:`~fictionworld.web.Web`; pages are identified by
     their row in the PageTable. Any object with these members plugs in (``Web(world, pages,
     backend)``, or ``Web.build(world, backend=factory)``); :class:`TantivyIndex` is the default.
-    A backend that can be saved with its world also has ``path``: the directory holding it."""
+    A backend that can be saved with its world also has ``path``: the directory holding it.
+    One whose ``search`` also takes ``hide`` (perturbation layers whose pages to leave out,
+    each page's score unchanged) says so with ``hides_layers = True``; its build factory, to
+    be given (title, body, layer) triples, has ``layered = True`` (``TantivyIndex`` does both)."""
 
     name: str
 
@@ -128,11 +131,15 @@ def _schema():
     # The folded title (case, accents and spacing aside) as one term: exact-title lookups
     # without a table of every title in memory.
     b.add_text_field("title_key", stored=False, tokenizer_name="raw", index_option="basic")
+    # The page's perturbation layer (``pages.LAYERS``; none for the authoritative web), so that
+    # a search leaves out the layers hidden in an episode in the engine (``hide``).
+    b.add_text_field("layer", stored=False, tokenizer_name="raw", index_option="basic")
     return b.build()
 
 
-def _document(pid: int, title: str, body: str):
-    """The tantivy document of page ``pid`` (``body`` as plain text). Built field by field:
+def _document(pid: int, title: str, body: str, layer: str = ""):
+    """The tantivy document of page ``pid`` (``body`` as plain text) of perturbation layer
+    ``layer`` ("": the authoritative web, not indexed). Built field by field:
     ``Document(**fields)`` converts its keyword arguments generically, 2.3 times the cost
     (0.59 s against 0.25 s for a 100k world's 257,073 pages)."""
     import tantivy
@@ -142,6 +149,8 @@ def _document(pid: int, title: str, body: str):
     doc.add_text("title", title)
     doc.add_text("body", body)
     doc.add_text("title_key", fold_phrase(title))
+    if layer:
+        doc.add_text("layer", layer)
     return doc
 
 
@@ -164,11 +173,16 @@ class TantivyIndex:
         self._known: dict[tuple[str, str], tuple[int, float]] | None = None  # COMMON_BEST, read when first needed
         self._common_top: dict[tuple, list] = {}  # the best n of a set of common clauses alone
         self._runs = _open_runs(self.searcher, path) if path is not None else None
+        try:  # an index built before pages had their layer indexed cannot leave layers out
+            self.searcher.doc_freq("layer", "")
+            self.hides_layers = True
+        except ValueError:
+            self.hides_layers = False
 
     @classmethod
     def build(
         cls,
-        docs: Iterable[tuple[str, str]],
+        docs: Iterable[tuple[str, str] | tuple[str, str, str]],
         path: str | Path,
         *,
         threads: int = 1,
@@ -177,10 +191,11 @@ class TantivyIndex:
         first_id: int = 0,
         terms_above: float | None = None,
     ) -> TantivyIndex:
-        """Index (title, body) pairs; the i-th pair becomes page id ``first_id + i`` (a shard of a
-        web starts at its first page's id). Writes to ``path``, with :data:`COMMON_BEST`; a shard
-        of an index passes ``terms_above`` and gets its :data:`COMMON_TERMS` instead (the terms
-        on more than that many of its pages)."""
+        """Index (title, body) pairs, or (title, body, layer) triples (``build.layered``); the
+        i-th becomes page id ``first_id + i`` (a shard of a web starts at its first page's id).
+        Writes to ``path``, with :data:`COMMON_BEST`; a shard of an index passes
+        ``terms_above`` and gets its :data:`COMMON_TERMS` instead (the terms on more than that
+        many of its pages)."""
         import tantivy
 
         path = Path(path)
@@ -190,8 +205,8 @@ class TantivyIndex:
         index = tantivy.Index(_schema(), path=str(path))
         index.register_tokenizer("fw", _analyzer())
         writer = index.writer(heap_size=heap * threads, num_threads=threads)
-        for i, (title, body) in enumerate(docs):
-            writer.add_document(_document(first_id + i, title, body))
+        for i, doc in enumerate(docs):
+            writer.add_document(_document(first_id + i, *doc))
             if progress and i % 10_000 == 0:
                 progress(i)
         writer.commit()
@@ -246,9 +261,12 @@ class TantivyIndex:
             np.fromiter((a.doc for a in addresses), np.int64, len(addresses)),
         )
 
-    def search(self, tokens: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, tokens: list[str], n: int, hide: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
         """BM25 over the title (boosted) and body clauses of ``tokens``: best ``n`` page ids and
-        scores, best first, ties by page id.
+        scores, best first, ties by page id, leaving out the pages of the perturbation layers
+        ``hide`` (an index that ``hides_layers``; else ``hide`` must be empty). A page's score
+        does not depend on ``hide``: the same pages in the same order as a search that hides
+        nothing, less those of ``hide``.
 
         Clauses on more pages than :func:`common_limit` allows (the body clause of "born",
         "film", "founded"; at 10M entities, of a first name) would cost most of the time. So
@@ -261,6 +279,12 @@ class TantivyIndex:
         unpruned query): a page scores (rare clauses) + (common clauses) either way, and each
         list keeps tied pages as one query over the whole index does."""
         t = self._t
+        hide = tuple(sorted(set(hide)))
+        if hide and not self.hides_layers:
+            raise ValueError(
+                f"{self.path}: this index does not know the pages' layers (built before they were indexed)"
+            )
+        hide = tuple(h for h in hide if self._field_df("layer", h))  # (a layer with no page costs nothing)
         tokens = list(dict.fromkeys(tokens))
         if len(tokens) > 1:
             rare = [x for x in tokens if self.doc_freq(x) <= COMMON_SHARE * self.num_docs]
@@ -277,20 +301,20 @@ class TantivyIndex:
         common = [c for c in clauses if df[c] > limit]
         rare = [c for c in clauses if c not in common]
         if not common or not rare:
-            hits = self._top(self._union(clauses), n)
+            hits = self._top(self._union(clauses), n, hide)
         else:
             must, should = t.Occur.Must, t.Occur.Should
             either = self._union(rare), self._union(common)
-            hits = self._top(t.Query.boolean_query([(must, either[0]), (should, either[1])]), n)
+            hits = self._top(t.Query.boolean_query([(must, either[0]), (should, either[1])]), n, hide)
             if len(hits) < n or hits[-1][0] <= self._bound(common):
                 # The best n pages by the common clauses alone (a plain union, which tantivy
                 # prunes by block), less those already in ``hits``. Enough: each page dropped
                 # outranks every common-only page below the n; a page with a rare clause not in
                 # ``hits`` scores below the n-th of ``hits`` (its common part lower still).
                 mine = {(h[1].segment_ord, h[1].doc) for h in hits}
-                more = self._common_above(common, either[1], hits[-1][0], n) if len(hits) == n else None
+                more = self._common_above(common, either[1], hits[-1][0], n, hide) if len(hits) == n else None
                 if more is None:
-                    more = self._common_best(common, either[1], n)
+                    more = self._common_best(common, either[1], n, hide)
                 hits += [h for h in more if (h[1].segment_ord, h[1].doc) not in mine]
         if not hits:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -309,23 +333,31 @@ class TantivyIndex:
         should = self._t.Occur.Should
         return self._t.Query.boolean_query([(should, self._clause(*c)) for c in clauses])
 
-    def _top(self, query, n: int) -> list:
-        """The best ``n`` (score, address) of ``query``, best first; ties by the lowest address,
-        except among exact ties at the n-th place when three or more segments match (README)."""
+    def _top(self, query, n: int, hide: tuple[str, ...] = ()) -> list:
+        """The best ``n`` (score, address) of ``query`` less the pages of layers ``hide``, best
+        first; ties by the lowest address, except among exact ties at the n-th place when three
+        or more segments match (README). Leaving pages out does not change the others' scores."""
+        if hide:
+            t = self._t
+            out = [(t.Occur.MustNot, t.Query.term_query(self.schema, "layer", h, "basic")) for h in hide]
+            query = t.Query.boolean_query([(t.Occur.Must, query), *out])
         return self.searcher.search(query, limit=n, count=False).hits
 
-    def _common_best(self, common: list[tuple[str, str]], query, n: int) -> list:
-        """``_top(query, n)`` of the union of ``common``, cached: the same common words ("born",
-        "released", "directed") come back query after query, and their union is the costly part."""
-        key = (*common, n)
+    def _common_best(self, common: list[tuple[str, str]], query, n: int, hide: tuple[str, ...] = ()) -> list:
+        """``_top(query, n, hide)`` of the union of ``common``, cached: the same common words
+        ("born", "released", "directed") come back query after query, and their union is the
+        costly part."""
+        key = (*common, n, hide)
         top = self._common_top.get(key)
         if top is None:
             if len(self._common_top) >= 4_096:
                 self._common_top.clear()
-            top = self._common_top[key] = self._top(query, n)
+            top = self._common_top[key] = self._top(query, n, hide)
         return top
 
-    def _common_above(self, common: list[tuple[str, str]], query, floor: float, n: int) -> list | None:
+    def _common_above(
+        self, common: list[tuple[str, str]], query, floor: float, n: int, hide: tuple[str, ...] = ()
+    ) -> list | None:
         """The best ``n`` pages of ``query`` (the union of ``common``) among those that can score
         ``floor`` or more, or None where finding them costs about what the union does.
 
@@ -351,13 +383,13 @@ class TantivyIndex:
         must = t.Occur.Must
         found: dict[tuple[int, int], list] = {}
         for idx in covers:
-            key = ("cover", tuple(common[i] for i in idx), *common, n)
+            key = ("cover", tuple(common[i] for i in idx), *common, n, hide)
             top = self._common_top.get(key)
             if top is None:
                 if len(self._common_top) >= 4_096:
                     self._common_top.clear()
                 parts = [(must, t.Query.const_score_query(self._clause(*common[i]), 0.0)) for i in idx]
-                top = self._common_top[key] = self._top(t.Query.boolean_query([*parts, (must, query)]), n)
+                top = self._common_top[key] = self._top(t.Query.boolean_query([*parts, (must, query)]), n, hide)
             for h in top:
                 found.setdefault((h[1].segment_ord, h[1].doc), h)
         return sorted(found.values(), key=lambda h: (-h[0], h[1].segment_ord, h[1].doc))[:n]
@@ -403,6 +435,11 @@ class TantivyIndex:
             if known[probe] != (self._field_df(*probe), self._scan_best(probe)):
                 return {}
         return known
+
+
+# ``TantivyIndex.build`` takes (title, body, layer) triples: a backend factory marked ``layered``
+# gets each page's layer (:meth:`Web.build <fictionworld.web.Web.build>`); others get pairs.
+TantivyIndex.build.__func__.layered = True  # type: ignore[attr-defined]
 
 
 def write_common_best(index: TantivyIndex, candidates: dict[str, list[str]] | None = None) -> None:

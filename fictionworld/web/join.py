@@ -30,8 +30,10 @@ from fictionworld.web.pages import (
     article_map,
     articles_path,
     codes_path,
+    columns_path,
     compress_text,
     page_codes,
+    page_columns,
     url_order,
     url_order_path,
 )
@@ -44,7 +46,8 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 PAGES_DONE = "pages.json"  # in the build directory: the page half of the join is finished
-_KEYS = ["url", "kind", "title", "layer", "entity"]  # the columns of every shard that the join reads at once
+# the columns of every shard that the join reads at once
+_KEYS = ["url", "kind", "title", "layer", "entity", "u", "published"]
 
 
 def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
@@ -65,10 +68,11 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     )
     codes = page_codes(pa.table({"kind": kinds, "layer": layers}))
     np.save(build / "pages.codes.npy", codes)
-    entity = np.concatenate([t.column("entity").to_numpy() for t in cols])
+    columns = np.concatenate([page_columns(t) for t in cols], axis=1)
+    np.save(build / "pages.columns.npy", columns)
     manifest = json.loads((graph / "manifest.json").read_text())
-    np.save(build / "pages.articles.npy", article_map(codes[0], entity, manifest["counts"]["entities"]))
-    del entity
+    np.save(build / "pages.articles.npy", article_map(codes[0], columns[1], manifest["counts"]["entities"]))
+    del columns
     order = url_order(urls)  # finds the clashes, and is the final order unless one is renamed
     renamed = unique_urls(urls, kinds, order)
     directories = list_titles(kinds, titles)
@@ -116,6 +120,8 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     os.replace(build / "pages.arrow", out / "pages.arrow")
     os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
     os.replace(build / "pages.codes.npy", codes_path(out / "pages.arrow"))
+    if (build / "pages.columns.npy").exists():  # (not there when a build joined its pages before it was kept)
+        os.replace(build / "pages.columns.npy", columns_path(out / "pages.arrow"))
     if (build / "pages.articles.npy").exists():  # (not there when a build joined before it was kept: made on first use)
         os.replace(build / "pages.articles.npy", articles_path(out / "pages.arrow"))
     for name in ("index", "lexicon"):

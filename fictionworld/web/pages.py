@@ -63,8 +63,11 @@ UNDATED_KINDS = ("article", "list", "org_about", "org_leadership", "org_history"
 # brings the file into the cache within those searches (``bench_search.py --world DIR --cold``).
 PAGES_ACCESS = "auto"
 PAGE_BATCH = 65_536  # rows per record batch of a saved pages file
-# The columns a PageTable copies into memory when it opens, as NumPy arrays of these types
-# (``published``: days since 1970-01-01); :meth:`PageTable.load` asks for them at once.
+# The fixed-width columns a PageTable reads by row, as NumPy arrays of these types
+# (``published``: days since 1970-01-01). Saved beside the pages as one (3, pages) int32 array
+# (:func:`columns_path`; ``u`` as its float32 bits) that :meth:`PageTable.load` maps: no copy
+# per process, and nothing read until a row is. A file saved without it has them copied
+# from the table, which :meth:`PageTable.load` then asks for at once.
 _READ_WHOLE = {"u": np.float32, "entity": np.int32, "published": np.int32}
 AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
@@ -218,6 +221,8 @@ class PageTable:
     codec: TextCodec | None = None
     # entity row -> article row (:func:`article_map`), as :meth:`load` read it; None: not saved
     articles: np.ndarray | None = None
+    # :func:`page_columns` of the table, as :meth:`load` mapped it; None: read from the table
+    columns: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         t = self.table
@@ -226,7 +231,8 @@ class PageTable:
         self.texts = Strings(t.column("text")) if self.codec is None else Texts(t.column("text"), self.codec)
         codes = page_codes(t) if self.codes is None else self.codes
         self.kind_code, self.layer = codes[0], codes[1]  # int8: PAGE_KINDS and LAYERS positions
-        self.u, self.entity, self.published = (numpy_of(t.column(c), dtype) for c, dtype in _READ_WHOLE.items())
+        columns = page_columns(t) if self.columns is None else self.columns
+        self.u, self.entity, self.published = columns[0].view(np.float32), columns[1], columns[2]
         self.row_of_url = UrlIndex(self.urls, self.url_order)
 
     def __len__(self) -> int:
@@ -291,8 +297,10 @@ class PageTable:
             for lo in range(0, len(self), PAGE_BATCH):
                 batch = self.table.slice(lo, PAGE_BATCH)
                 writer.write_table(batch if self.codec is not None else compress_text(batch, codec))
+        columns = np.stack([self.u.view(np.int32), self.entity, self.published])
         for target, array in ((url_order_path(path), self.row_of_url.order),
-                              (codes_path(path), np.stack([self.kind_code, self.layer]))):  # fmt: skip
+                              (codes_path(path), np.stack([self.kind_code, self.layer])),
+                              (columns_path(path), columns)):  # fmt: skip
             save_array(target, array)
         os.replace(tmp, path)
 
@@ -302,7 +310,9 @@ class PageTable:
         saved without them has them computed): opening is O(1) in the text size. ``access``:
         how the kernel is told the file will be read (:class:`MappedArrow`; default
         :data:`PAGES_ACCESS`)."""
-        mapped = MappedArrow(path, PAGES_ACCESS if access is None else access, will_need=_READ_WHOLE)
+        columns = map_array(columns_path(path)) if columns_path(path).exists() else None
+        will_need = () if columns is not None else _READ_WHOLE  # (copied from the table: read at once)
+        mapped = MappedArrow(path, PAGES_ACCESS if access is None else access, will_need=will_need)
         table = mapped.table
         codec = codec_of(table.schema, path.name)
         if table.schema != (PAGE_SCHEMA if codec is None else stored_schema(PAGE_SCHEMA, codec)):
@@ -321,7 +331,11 @@ class PageTable:
             articles = map_array(articles_path(path))
             if articles.ndim != 1 or articles.dtype.kind != "i":
                 raise ValueError(f"{articles_path(path).name}: not a map of entities to article rows")
-        return cls(table, order, codes, mapped, codec, articles)
+        if columns is not None and (columns.shape != (3, table.num_rows) or columns.dtype != np.int32):
+            raise ValueError(
+                f"{columns_path(path).name}: not the u, entity and published columns of {table.num_rows:,} pages"
+            )
+        return cls(table, order, codes, mapped, codec, articles, columns)
 
 
 def compress_text(pages: pa.Table | pa.RecordBatch, codec: TextCodec, threads: int = 1) -> pa.Table:
@@ -352,6 +366,20 @@ def articles_path(pages_file: Path) -> Path:
     """Where each entity's article row lives (:func:`article_map`): ``pages.articles.npy`` beside
     ``pages.arrow``."""
     return _beside(pages_file, "articles")
+
+
+def columns_path(pages_file: Path) -> Path:
+    """Where the pages' ``u``, ``entity`` and ``published`` columns live (:func:`page_columns`):
+    ``pages.columns.npy`` beside ``pages.arrow``."""
+    return _beside(pages_file, "columns")
+
+
+def page_columns(table: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """The ``u`` (as its float32 bits), ``entity`` and ``published`` (days) columns of the
+    pages in ``table``, as one (3, pages) int32 array: what :func:`columns_path` holds."""
+    if len(table) == 0:
+        return np.zeros((3, 0), np.int32)
+    return np.stack([numpy_of(table.column(c), dtype).view(np.int32) for c, dtype in _READ_WHOLE.items()])
 
 
 def article_map(kind_code: np.ndarray, entity: np.ndarray, entities: int) -> np.ndarray:

@@ -258,7 +258,8 @@ def index_shard(
             titles = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[columns("title")]))
             pages = sum(titles.get_batch(i).num_rows for i in range(titles.num_record_batches))
             heap = index_heap(pages, psutil.virtual_memory().available)
-        reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[columns("title"), columns("text")]))
+        fields = [columns("title"), columns("text"), columns("layer")]
+        reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=fields))
 
         def batches():
             for i in range(reader.num_record_batches):
@@ -268,9 +269,9 @@ def index_shard(
                 yield reader.get_batch(i)
 
         docs = (
-            (title, plain_text(text))
+            (title, plain_text(text), layer)
             for batch in batches()
-            for title, text in zip(batch.column("title").to_pylist(), batch.column("text").to_pylist())
+            for title, text, layer in zip(*(batch.column(c).to_pylist() for c in ("title", "text", "layer")))
         )
         n = TantivyIndex.build(docs, tmp, heap=heap, first_id=offset, terms_above=terms_above).num_docs
     shutil.rmtree(final, ignore_errors=True)

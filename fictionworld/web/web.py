@@ -120,7 +120,8 @@ class Web:
     ) -> Web:
         """Render every page and index it. With ``path`` the index is written there (a world
         directory's ``index/``), else to a temporary directory that lives as long as the Web.
-        ``backend(docs, directory)`` indexes the (title, plain text) pairs, page id = position;
+        ``backend(docs, directory)`` indexes the (title, plain text) pairs, page id = position
+        (triples with the page's layer where ``backend.layered``, as ``TantivyIndex.build``);
         a string names a registered search backend (``"tantivy"``)."""
         if isinstance(backend, str):
             from fictionworld.registry import spec
@@ -136,7 +137,11 @@ class Web:
         if progress:
             progress("index")
         text = pages.table.column("text")
-        docs = ((pages.titles[i], plain_text(text[i].as_py())) for i in range(len(pages)))
+        if getattr(backend, "layered", False):  # (title, body, layer): hidden layers left out in the engine
+            layer = pages.table.column("layer")
+            docs = ((pages.titles[i], plain_text(text[i].as_py()), layer[i].as_py()) for i in range(len(pages)))
+        else:
+            docs = ((pages.titles[i], plain_text(text[i].as_py())) for i in range(len(pages)))
         index = backend(docs, index_dir)
         return cls(world, pages, index, tmp=tmp)
 
@@ -304,17 +309,26 @@ class Web:
         if fixed:
             tokens += [t for t in ix.analyze(fixed) if t not in tokens]
         rates = self.rates(knobs)
-        # Pages of hidden layers drop out after ranking: 2n is enough for about 98 % of queries
-        # under the default knobs (29 % of the pages hidden at 1M), and a fetch four times longer
-        # does the rest. (A fetch's length changes the top n only where scores tied to four
+        # Pages of hidden layers drop out after ranking: 2n is enough for about 97 % of queries
+        # under the default knobs (29 % of the pages hidden at 1M). The rest fetch again, with
+        # the layers the knobs show none of left out in the engine (an index that
+        # ``hides_layers``), then four times longer while layers shown in part leave too few.
+        # Not from the first fetch: a clause that leaves pages out ends tantivy's pruning of a
+        # union by block, which costs every query (README, "Hidden layers left out in the
+        # engine"). (A fetch's length changes the top n only where scores tied to four
         # decimals, ordered by page id, straddle its end.)
         fetch = max(20, 2 * n)
+        hide = _hidden(rates) if getattr(ix, "hides_layers", False) else ()
+        hiding = False
         while True:
-            pids, scores = ix.search(tokens, fetch)
+            pids, scores = ix.search(tokens, fetch, hide=hide) if hiding else ix.search(tokens, fetch)
             keep = self.pages.visible(pids, rates)
             if keep.sum() >= n or len(pids) < fetch or fetch >= 100_000:
                 break
-            fetch *= 4
+            if hide and not hiding:
+                hiding = True
+            else:
+                fetch *= 4
         pids, scores = pids[keep], scores[keep]
         top = float(scores[0]) if len(scores) else 0.0
         out: list[Hit] = []
@@ -381,6 +395,12 @@ class Web:
 
     def session(self, knobs: Knobs | None = None, seed: int = 0) -> WebSession:
         return WebSession(self, knobs or self.knobs, seed)
+
+
+def _hidden(rates: np.ndarray) -> tuple[str, ...]:
+    """The layers no page of which is shown under ``rates`` (a page shows when its draw
+    ``u``, in [0, 1), is below its layer's rate)."""
+    return tuple(LAYERS[i] for i in range(1, len(LAYERS)) if rates[i] <= 0)
 
 
 def _titled_first(hits: list[Hit], rows: list[int]) -> list[Hit]:
