@@ -138,8 +138,8 @@ class Web:
             progress("index")
         text = pages.table.column("text")
         if getattr(backend, "layered", False):  # (title, body, layer): hidden layers left out in the engine
-            layer = pages.table.column("layer")
-            docs = ((pages.titles[i], plain_text(text[i].as_py()), layer[i].as_py()) for i in range(len(pages)))
+            layer = pages.layer.tolist()
+            docs = ((pages.titles[i], plain_text(text[i].as_py()), LAYERS[layer[i]]) for i in range(len(pages)))
         else:
             docs = ((pages.titles[i], plain_text(text[i].as_py())) for i in range(len(pages)))
         index = backend(docs, index_dir)
