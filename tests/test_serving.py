@@ -336,6 +336,13 @@ def test_the_saved_page_columns_are_mapped_not_copied_and_checked(saved_world, w
         np.save(d / "pages.columns.npy", bad)
         with pytest.raises(WebError, match="pages.columns.npy: not the u, entity and published columns of"):
             load_world(d, verify=False).web  # noqa: B018
+    swapped = columns.copy()
+    swapped[:, [0, -1]] = swapped[:, [-1, 0]]  # rows out of order: the first and last probed
+    shifted = np.roll(columns, 1, axis=1)  # every row one off (a file of another web as long)
+    for bad in (swapped, shifted, columns[:, ::-1].copy()):
+        np.save(d / "pages.columns.npy", bad)
+        with pytest.raises(WebError, match="pages.columns.npy: not the u, entity and published columns of"):
+            load_world(d, verify=False).web  # noqa: B018
     (d / "pages.columns.npy").write_bytes(b"not an array")
     with pytest.raises(WebError, match="pages.columns.npy: not a NumPy array"):
         load_world(d, verify=False).web  # noqa: B018

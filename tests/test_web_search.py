@@ -401,3 +401,24 @@ def test_search_leaves_hidden_layers_out_in_the_engine_and_answers_as_before(wor
         if knobs == Knobs():  # (struck out after ranking, many a query had to fetch again)
             assert len(hides) > len(queries) + 20, len(hides) - len(queries)
         monkeypatch.undo()
+
+
+def test_pages_left_out_in_the_engine_do_not_count_against_the_longest_fetch(world, monkeypatch):
+    """Where striking hidden pages out after ranking stopped at the longest fetch short of n
+    shown pages, leaving them out in the engine reaches further down the same ranking: the
+    old answer's pages begin the new answer, and many a query finds more."""
+    import fictionworld.web.web as web_module
+
+    web = world.web
+    pages = web.pages
+    rng = np.random.default_rng(9)
+    queries = [pages.titles[int(r)] for r in rng.choice(np.flatnonzero(pages.layer > 0), 150, replace=False)]
+    monkeypatch.setattr(web_module, "MAX_FETCH", 20)  # (the first fetch of n = 10 is the longest)
+    new = [web.hits(q, 10) for q in queries]
+    monkeypatch.setattr(web.index, "hides_layers", False)
+    old = [web.hits(q, 10) for q in queries]
+    pages_of = lambda hits: [h.page for h in hits]  # noqa: E731
+    # (pages, not scores: a linked entity's article scores above the best page found, which
+    # is 0 where none was found before)
+    assert all(pages_of(o) == pages_of(m)[: len(o)] for o, m in zip(old, new))
+    assert sum(len(m) > len(o) for o, m in zip(old, new)) > 20

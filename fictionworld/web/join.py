@@ -59,8 +59,8 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     if done_file.exists():
         return json.loads(done_file.read_text())
     files = [build / "pages" / f"shard-{s:05d}.arrow" for s in range(n_shards)]
-    # URL clashes, page codes, directory titles and the entities' articles need five columns
-    # of every shard (2.7 GB at 10M): those columns are read whole, and no more of the shards;
+    # URL clashes, page codes, directory titles, the entities' articles and the columns read by
+    # row need seven columns of every shard (2.9 GB at 10M): those are read whole, and no more;
     # the pages then pass through a batch at a time
     cols = [_read_columns(f, _KEYS) for f in files]
     urls, kinds, titles, layers = (
@@ -120,10 +120,13 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     os.replace(build / "pages.arrow", out / "pages.arrow")
     os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
     os.replace(build / "pages.codes.npy", codes_path(out / "pages.arrow"))
-    if (build / "pages.columns.npy").exists():  # (not there when a build joined its pages before it was kept)
-        os.replace(build / "pages.columns.npy", columns_path(out / "pages.arrow"))
-    if (build / "pages.articles.npy").exists():  # (not there when a build joined before it was kept: made on first use)
-        os.replace(build / "pages.articles.npy", articles_path(out / "pages.arrow"))
+    # (not there when a build joined its pages before they were kept: made or read otherwise,
+    # never taken from an earlier attempt left in ``out``)
+    for name, target in (("pages.columns.npy", columns_path), ("pages.articles.npy", articles_path)):
+        if (build / name).exists():
+            os.replace(build / name, target(out / "pages.arrow"))
+        else:
+            target(out / "pages.arrow").unlink(missing_ok=True)
     for name in ("index", "lexicon"):
         if (out / name).exists():
             shutil.rmtree(out / name)

@@ -331,7 +331,7 @@ class PageTable:
             articles = map_array(articles_path(path))
             if articles.ndim != 1 or articles.dtype.kind != "i":
                 raise ValueError(f"{articles_path(path).name}: not a map of entities to article rows")
-        if columns is not None and (columns.shape != (3, table.num_rows) or columns.dtype != np.int32):
+        if columns is not None and not _columns_fit(columns, table):
             raise ValueError(
                 f"{columns_path(path).name}: not the u, entity and published columns of {table.num_rows:,} pages"
             )
@@ -380,6 +380,18 @@ def page_columns(table: pa.Table | pa.RecordBatch) -> np.ndarray:
     if len(table) == 0:
         return np.zeros((3, 0), np.int32)
     return np.stack([numpy_of(table.column(c), dtype).view(np.int32) for c, dtype in _READ_WHOLE.items()])
+
+
+def _columns_fit(columns: np.ndarray, table: pa.Table, probes: int = 17) -> bool:
+    """Whether ``columns`` has the shape and type of :func:`page_columns` of ``table`` and
+    agrees with it on its first and last rows and ``probes`` rows between (a file left from
+    another web of as many pages, or rows out of order, is refused; a few reads)."""
+    n = table.num_rows
+    if columns.shape != (3, n) or columns.dtype != np.int32:
+        return False
+    rows = np.unique(np.linspace(0, n - 1, probes).astype(np.int64)).tolist() if n else []
+    read = [page_columns(table.slice(r, 1).select(list(_READ_WHOLE))) for r in rows]  # (a slice reads one row)
+    return all(np.array_equal(columns[:, r], x[:, 0]) for r, x in zip(rows, read))
 
 
 def article_map(kind_code: np.ndarray, entity: np.ndarray, entities: int) -> np.ndarray:

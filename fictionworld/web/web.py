@@ -313,6 +313,10 @@ class Web:
         # under the default knobs (29 % of the pages hidden at 1M). The rest fetch again, with
         # the layers the knobs show none of left out in the engine (an index that
         # ``hides_layers``), then four times longer while layers shown in part leave too few.
+        # The same answer as striking them out after ranking, except where that stopped at
+        # MAX_FETCH short of n shown pages: the pages left out do not count against it, so the
+        # search reaches further down the ranking and finds more (the old answer a prefix of
+        # the new one).
         # Not from the first fetch: a clause that leaves pages out ends tantivy's pruning of a
         # union by block, which costs every query (README, "Hidden layers left out in the
         # engine"). (A fetch's length changes the top n only where scores tied to four
@@ -323,10 +327,12 @@ class Web:
         while True:
             pids, scores = ix.search(tokens, fetch, hide=hide) if hiding else ix.search(tokens, fetch)
             keep = self.pages.visible(pids, rates)
-            if keep.sum() >= n or len(pids) < fetch or fetch >= 100_000:
+            if keep.sum() >= n or len(pids) < fetch:
                 break
             if hide and not hiding:
                 hiding = True
+            elif fetch >= MAX_FETCH:
+                break
             else:
                 fetch *= 4
         pids, scores = pids[keep], scores[keep]
@@ -395,6 +401,10 @@ class Web:
 
     def session(self, knobs: Knobs | None = None, seed: int = 0) -> WebSession:
         return WebSession(self, knobs or self.knobs, seed)
+
+
+# The longest fetch a search makes (pages, before those not shown are struck out).
+MAX_FETCH = 100_000
 
 
 def _hidden(rates: np.ndarray) -> tuple[str, ...]:
