@@ -133,6 +133,32 @@ print(json.dumps(out))
 """
 
 
+# The latency runs' queries (names, a name and a word, misspelt names, directory titles, "who
+# ... X"), pasted into the children that time them (SERVE_CHILD, HIDDEN_CHILD).
+LATENCY_QUERIES = r"""
+def latency_queries(web, names):
+    import numpy as np
+    lists = np.flatnonzero(web.pages.kind == "list")
+    extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
+    def typo(s, rng):
+        w = s.split(" "); i = max(range(len(w)), key=lambda k: len(w[k])); x = w[i]
+        if len(x) > 4: j = int(rng.integers(1, len(x) - 2)); w[i] = x[:j] + x[j + 1] + x[j] + x[j + 2:]
+        return " ".join(w)
+    def make_queries(seed):
+        rng = np.random.default_rng(seed)
+        queries = []
+        for r in rng.choice(len(names), 1200, replace=False).tolist():
+            kind = len(queries) % 6
+            name = names[r]
+            if kind == 0: queries.append(name)
+            elif kind in (1, 2): queries.append(f"{name} {extra[int(rng.integers(len(extra)))]}")
+            elif kind == 3: queries.append(typo(name, rng))
+            elif kind == 4: queries.append(web.pages.titles[int(rng.choice(lists))].lower())
+            else: queries.append(f"who {['founded', 'directed', 'wrote', 'won'][len(queries) % 4]} {name}")
+        return queries
+    return make_queries
+"""
+
 SERVE_CHILD = r"""
 import time
 t0 = time.perf_counter()
@@ -154,25 +180,7 @@ if sys.argv[3] == "1":
     import numpy as np, psutil
     web = world.web
     names = web.lexicon.names if web.lexicon is not None else world.entities.name
-    n = len(names)
-    def typo(s, rng):
-        w = s.split(" "); i = max(range(len(w)), key=lambda k: len(w[k])); x = w[i]
-        if len(x) > 4: j = int(rng.integers(1, len(x) - 2)); w[i] = x[:j] + x[j + 1] + x[j] + x[j + 2:]
-        return " ".join(w)
-    lists = np.flatnonzero(web.pages.kind == "list")
-    extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
-    def make_queries(seed):
-        rng = np.random.default_rng(seed)
-        queries = []
-        for r in rng.choice(n, 1200, replace=False).tolist():
-            kind = len(queries) % 6
-            name = names[r]
-            if kind == 0: queries.append(name)
-            elif kind in (1, 2): queries.append(f"{name} {extra[int(rng.integers(len(extra)))]}")
-            elif kind == 3: queries.append(typo(name, rng))
-            elif kind == 4: queries.append(web.pages.titles[int(rng.choice(lists))].lower())
-            else: queries.append(f"who {['founded', 'directed', 'wrote', 'won'][len(queries) % 4]} {name}")
-        return queries
+    make_queries = latency_queries(web, names)
     queries = make_queries(0)
     asked = set(queries)
     unseen = [q for q in make_queries(1) if q not in asked]
@@ -241,24 +249,7 @@ if not ix.hides_layers:
     print(json.dumps({"error": "this world's index has no layer field (built before 2026-11-27): rebuild it"}))
     raise SystemExit(0)
 names = web.lexicon.names
-lists = np.flatnonzero(web.pages.kind == "list")
-extra = ["founded", "born", "population", "director", "released", "author", "headquarters"]
-def typo(s, rng):
-    w = s.split(" "); i = max(range(len(w)), key=lambda k: len(w[k])); x = w[i]
-    if len(x) > 4: j = int(rng.integers(1, len(x) - 2)); w[i] = x[:j] + x[j + 1] + x[j] + x[j + 2:]
-    return " ".join(w)
-def make_queries(seed):  # the queries of the latency runs (SERVE_CHILD)
-    rng = np.random.default_rng(seed)
-    queries = []
-    for r in rng.choice(len(names), 1200, replace=False).tolist():
-        kind = len(queries) % 6
-        name = names[r]
-        if kind == 0: queries.append(name)
-        elif kind in (1, 2): queries.append(f"{name} {extra[int(rng.integers(len(extra)))]}")
-        elif kind == 3: queries.append(typo(name, rng))
-        elif kind == 4: queries.append(web.pages.titles[int(rng.choice(lists))].lower())
-        else: queries.append(f"who {['founded', 'directed', 'wrote', 'won'][len(queries) % 4]} {name}")
-    return queries
+make_queries = latency_queries(web, names)  # the queries of the latency runs (SERVE_CHILD)
 first = make_queries(0)
 queries = first + [q for q in make_queries(1) if q not in set(first)]
 real_search, real_hits = ix.search, web_module.Web.hits
@@ -368,7 +359,7 @@ def hidden(world: str, repeat: int) -> None:
         f"== hidden layers: {world} (one process per run; one core; Web.hits, n = 10; common-clause cache emptied each time) =="
     )
     for _ in range(repeat):
-        d = _child(HIDDEN_CHILD, world)
+        d = _child(LATENCY_QUERIES + HIDDEN_CHILD, world)
         if "error" in d:
             raise SystemExit(d["error"])
         print(
@@ -441,7 +432,7 @@ def serve(world: str, repeat: int, modes: tuple[str, ...] = ("on-read", "files",
             if evict:
                 _evict(world)
             spawned = time.time()  # (the child that also times queries exits long after its first answer)
-            d = _child(SERVE_CHILD, world, verify, "1" if (verify, i) == (modes[0], 0) and not evict else "0")
+            d = _child(LATENCY_QUERIES + SERVE_CHILD, world, verify, "1" if (verify, i) == (modes[0], 0) and not evict else "0")
             wall = d["first_answer_at"] - spawned
             print(
                 f"verify={verify:8} spawn to first answer {wall:.2f} s  (in process {d['in_process_s']:.2f} s: import "
