@@ -224,6 +224,37 @@ def _type_codes(col: pa.ChunkedArray, file: str) -> np.ndarray:
 
 
 def _locals(id_col: pa.ChunkedArray, type_code: np.ndarray, file: str) -> np.ndarray:
+    """The number of each entity id ("person:42" -> 42), checked to be ``<type>:<1-9 digits>``
+    with its row's type. Type by type, as slices of the column where a type's rows are
+    contiguous (a generated world's are): at 10M entities 0.8-1.1 s against 2.1-3.0 s for one
+    regex over every id (three runs each), most of a fresh server's first ``open``. Any id that fails the checks sends
+    the column to :func:`_parsed_locals`, which finds and names it."""
+    if id_col.null_count or not len(id_col):
+        return _parsed_locals(id_col, type_code, file)
+    out = np.empty(len(id_col), np.int32)
+    counts = np.bincount(type_code, minlength=len(TYPE_NAMES))
+    contiguous = not (type_code[1:] < type_code[:-1]).any()  # (types in blocks, in code order)
+    order = None if contiguous else np.argsort(type_code, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    for code in np.flatnonzero(counts).tolist():
+        lo, hi = int(starts[code]), int(starts[code + 1])
+        if order is None:
+            rows: np.ndarray | slice = slice(lo, hi)
+            part = id_col.slice(lo, hi - lo)
+        else:
+            rows = order[lo:hi]
+            part = id_col.take(pa.array(rows))
+        prefix = TYPE_NAMES[code] + ":"
+        digits = pc.utf8_slice_codeunits(part, len(prefix))
+        ok = pc.and_(pc.and_(pc.starts_with(part, prefix), pc.ascii_is_decimal(digits)),
+                     pc.less_equal(pc.utf8_length(digits), 9))  # fmt: skip
+        if not pc.all(ok).as_py():
+            return _parsed_locals(id_col, type_code, file)
+        out[rows] = pc.cast(digits, pa.int32()).to_numpy(zero_copy_only=False)
+    return out
+
+
+def _parsed_locals(id_col: pa.ChunkedArray, type_code: np.ndarray, file: str) -> np.ndarray:
     parts = pc.extract_regex(id_col, r"^(?P<t>[a-z_]+):(?P<n>[0-9]{1,9})$")
     if parts.null_count:
         bad = pc.filter(id_col, pc.is_null(parts))[0].as_py()

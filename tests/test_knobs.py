@@ -223,3 +223,23 @@ def test_a_directory_page_records_exactly_its_members_facts(world, web):
         assert sorted(got) == sorted(whole.fact_ids)  # every fact is on the page of its member
         checked += count > 1
     assert checked >= 10
+
+
+def test_a_directory_page_lists_exactly_the_entities_it_links(world, web):
+    """A directory page's ``entity_ids`` (found from its links, not from every entity of the
+    directory) are the directory's entities, in its order, whose articles the page links: for
+    one directory in five and page sizes that split most of them or none."""
+    checked = 0
+    for row in np.flatnonzero(web.pages.kind == "list")[::5].tolist():
+        whole = web.pages.page(row, web.entity_ids)
+        url = web.pages.urls[row]
+        for size in (3, 50, 1_000):
+            knobs = Knobs(list_page_size=size)
+            count = web.open(url, knobs).page_count
+            for p in range(1, count + 1):
+                page = web.open(f"{url}?page={p}", knobs)
+                # each entry is "- [name](url)"; a URL may hold parentheses ("Vale_(film)")
+                linked = {x[x.index("](") + 2 : -1] for x in page.text.splitlines() if x.startswith("- [")}
+                assert page.entity_ids == tuple(e for e in whole.entity_ids if web.article_url_of(e) in linked)
+                checked += bool(page.entity_ids)
+    assert checked >= 100

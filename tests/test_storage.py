@@ -150,3 +150,37 @@ def test_string_lists_of_tuples_and_of_arrow_lists_are_the_plain_column():
     read = pa.chunked_array([pa.array([[], ["a", "b"]]), pa.array([None, ["ü"], ["c"]])])  # a null row: no aliases
     assert string_lists(read).equals(plain)
     assert string_lists(read.slice(1, 3)).equals(plain.slice(1, 3))  # a slice, as the store's batches take them
+
+
+def test_entity_numbers_are_read_type_by_type_as_the_regex_reads_them():
+    """``_locals`` (type by type, sliced where a type's rows are contiguous, else taken)
+    equals the one-regex reading of every id, and sends any id the regex refuses to it, so the
+    same one-line error names it."""
+    import numpy as np
+    import pyarrow as pa
+
+    from fictionworld.reading import _locals, _parsed_locals
+    from fictionworld.tables import TYPE_NAMES
+
+    rng = np.random.default_rng(7)
+    codes = np.sort(rng.integers(0, len(TYPE_NAMES), 3_000)).astype(np.int16)
+    ids = [f"{TYPE_NAMES[c]}:{int(n)}" for c, n in zip(codes.tolist(), rng.integers(0, 10**9, len(codes)).tolist())]
+    ids[5] = ids[5].split(":")[0] + ":007"  # leading zeros are digits
+    for order in (np.arange(len(ids)), rng.permutation(len(ids))):  # contiguous types, then mixed
+        col = pa.chunked_array([pa.array([ids[i] for i in order[:1000]]), pa.array([ids[i] for i in order[1000:]])])
+        got = _locals(col, codes[order], "f")
+        assert got.dtype == np.int32 and np.array_equal(got, _parsed_locals(col, codes[order], "f"))
+    other = TYPE_NAMES[(int(codes[9]) + 1) % len(TYPE_NAMES)]
+    bad = ["", ":5", "x", f"{TYPE_NAMES[codes[9]]}:", f"{TYPE_NAMES[codes[9]]}:+5",
+           f"{TYPE_NAMES[codes[9]]}:-5", f"{TYPE_NAMES[codes[9]]}:1234567890", f"{TYPE_NAMES[codes[9]]}:٣",
+           f"{TYPE_NAMES[codes[9]]}: 5", f"{TYPE_NAMES[codes[9]]}:5 ", f"{other}:5", f"{TYPE_NAMES[codes[9]]}x:5"]  # fmt: skip
+    for wrong in bad:
+        broken = list(ids)
+        broken[9] = wrong
+        col = pa.chunked_array([pa.array(broken)])
+        with pytest.raises(WorldFormatError) as info:
+            _locals(col, codes, "f")
+        msg = str(info.value)  # (an unknown type is named alone)
+        assert (repr(wrong) in msg or repr(wrong.split(":")[0]) in msg) and "\n" not in msg
+    with pytest.raises(WorldFormatError, match="malformed entity id None"):
+        _locals(pa.chunked_array([pa.array([None, *ids[1:]], pa.string())]), codes, "f")

@@ -11,6 +11,8 @@ import re
 from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+import numpy as np
+
 from fictionworld.dates import from_days
 from fictionworld.knobs import Knobs
 from fictionworld.web.linker import words
@@ -198,6 +200,21 @@ def _subject_names(web: Web, row: int) -> tuple[str, ...]:
     return () if e < 0 else web.subject_forms(e)
 
 
+def _listed(web: Web, row: int, entries: list[str]) -> tuple[str, ...]:
+    """The ids of directory ``row``'s entities (in its order) whose articles ``entries`` (a
+    page of its lines, one link each) link to. Found from the links, not from every entity of
+    the directory: one of 43,000 entities at 10M took 1.3 s the first time, 0.4 s after."""
+    p = web.pages
+    linked = {r for r in (p.row_of_url.get(_LINK.sub(r"\2", x)[2:]) for x in entries) if r is not None}
+    subjects = {int(p.entity[r]): r for r in linked if int(p.entity[r]) >= 0}
+    rows = list(subjects)
+    listed = {e for e, a in zip(rows, web.articles_of(rows)) if a == subjects[e]}  # (the link is its article)
+    column = p.table.column("entity_rows")[row]
+    order = column.values.to_numpy(zero_copy_only=False) if column.is_valid else np.zeros(0, np.int64)
+    kept = order[np.isin(order, np.fromiter(listed, np.int64, len(listed)))]
+    return tuple(web.entity_ids[kept].tolist()) if len(kept) else ()
+
+
 class TemplateWorldModel:
     """Deterministic: result lists are built from the stored pages, pages are the stored text
     (directories cut into pages of ``knobs.list_page_size`` entries)."""
@@ -229,11 +246,12 @@ class TemplateWorldModel:
         return out
 
     def render_page(self, web: Web, row: int, page_number: int, knobs: Knobs) -> Page | PageNotFound:
-        page = web.pages.page(row, web.entity_ids)
-        if page.kind != "list":
+        p = web.pages
+        if p.kind_of(row) != "list":
             if page_number != 1:
-                return PageNotFound(url=f"{page.url}?page={page_number}")
-            return page
+                return PageNotFound(url=f"{p.urls[row]}?page={page_number}")
+            return p.page(row, web.entity_ids)
+        page = p.page(row, web.entity_ids, entities=False)
         entries = page.text.splitlines()
         size = knobs.list_page_size
         count = max(1, -(-len(entries) // size))
@@ -249,8 +267,7 @@ class TemplateWorldModel:
             nav.append(f"Next page: {page.url}?page={page_number + 1}")
         text = "\n\n".join([head, "\n".join(part), *(["\n".join(nav)] if nav else [])])
         url = page.url if page_number == 1 else f"{page.url}?page={page_number}"
-        members = set(_LINK.sub(r"\2", x)[2:] for x in part)
-        ids = tuple(i for i in page.entity_ids if web.article_url_of(i) in members)
+        ids = _listed(web, row, part)
         return page.model_copy(
             update={"url": url, "text": text, "page_number": page_number, "page_count": count, "entity_ids": ids}
         )

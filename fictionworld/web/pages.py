@@ -268,7 +268,9 @@ class PageTable:
         """Mask of pages shown under per-layer rates (``rates[0]`` is the authoritative web, 1)."""
         return self.u[rows] < rates[self.layer[rows]]
 
-    def page(self, row: int, entity_ids: np.ndarray) -> Page:
+    def page(self, row: int, entity_ids: np.ndarray, *, entities: bool = True) -> Page:
+        """Page ``row`` (``entities=False``: without its entity ids, which a directory of
+        thousands would format one by one, to be set by the caller)."""
         t = self.table
         get = lambda c: t.column(c)[row].as_py()  # noqa: E731
         return Page(
@@ -279,7 +281,7 @@ class PageTable:
             credibility="low" if get("layer") or get("kind") in ("forum", "blog", "profile") else "high",
             published=from_days(int(self.published[row])),
             text=self.texts[row],
-            entity_ids=tuple(entity_ids[get("entity_rows")].tolist()) if get("entity_rows") else (),
+            entity_ids=tuple(entity_ids[get("entity_rows")].tolist()) if entities and get("entity_rows") else (),
             fact_ids=tuple(get("fact_ids")),
             contradicts=tuple(get("contradicts")),
         )
