@@ -8,6 +8,7 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
     python benchmarks/bench_search.py --world DIR --cold     # pages not in the page cache
     python benchmarks/bench_search.py --world DIR --hidden   # hidden layers: left out in the engine or struck out
     python benchmarks/bench_search.py --world DIR --evict --verify on-read files   # first answers from disk
+    python benchmarks/bench_search.py --world DIR --preload  # Web.preload or not, alternated in one process
 
 ``--world`` times a fresh process from its start to its first answer, opening the world as a
 server does (``verify="on-read"``: lazily read tables, each data file's digest checked before
@@ -184,12 +185,16 @@ if sys.argv[3] == "1":
     queries = make_queries(0)
     asked = set(queries)
     unseen = [q for q in make_queries(1) if q not in asked]
+    import resource
     def lat(fn, qs):
         ts = []
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for q in qs:
             t = time.perf_counter(); fn(q); ts.append(time.perf_counter() - t)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         ts = np.array(ts) * 1000
-        return {"p50_ms": float(np.percentile(ts, 50)), "p99_ms": float(np.percentile(ts, 99)), "max_ms": float(ts.max())}
+        return {"p50_ms": float(np.percentile(ts, 50)), "p99_ms": float(np.percentile(ts, 99)), "max_ms": float(ts.max()),
+                "mean_ms": float(ts.mean()), "minor_faults": faults}
     out["search_tool"] = lat(lambda q: world.search(q, k=10), queries)
     out["search_unseen"] = lat(lambda q: world.search(q, k=10), unseen)
     out["by_kind"] = {k: lat(lambda q: world.search(q, k=10), queries[i::6]) for i, k in enumerate(
@@ -449,6 +454,64 @@ def serve(world: str, repeat: int, modes: tuple[str, ...] = ("on-read", "files",
                 print(json.dumps(d), file=sys.stderr)
 
 
+PRELOAD_CHILD = r"""
+import json, os, resource, sys, time
+try:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+except (AttributeError, OSError):
+    pass
+import numpy as np
+import fictionworld as fw
+from fictionworld.web.preload import _libc, mapped_files, preload
+world = fw.World.load(sys.argv[1], verify="on-read")
+world.search("Juopla festival", k=10)
+web = world.web
+make_queries = latency_queries(web, web.lexicon.names if web.lexicon is not None else world.entities.name)
+queries = make_queries(0) + make_queries(1) + make_queries(2)
+libc = _libc()
+def empty_page_tables():  # MADV_DONTNEED on a shared file map: this process's entries go, the page cache stays
+    for lo, hi, _ in mapped_files(sys.argv[1]):
+        libc.madvise(lo, hi - lo, 4)
+times, faults, spent = {"cold": [], "preloaded": []}, {"cold": 0, "preloaded": 0}, []
+block = int(sys.argv[2])
+for b in range(len(queries) // block):
+    way = ("cold", "preloaded")[(b + b // 2) % 2]  # ABBA
+    empty_page_tables()
+    if way == "preloaded":
+        spent.append(preload(sys.argv[1]).seconds)
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for q in queries[b * block : (b + 1) * block]:
+        t = time.perf_counter(); world.search(q, k=10); times[way].append(time.perf_counter() - t)
+    faults[way] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+out = {"block": block, "preload_s": spent}
+for way, ts in times.items():
+    ts = np.array(ts) * 1000
+    out[way] = {"queries": len(ts), "p50_ms": float(np.percentile(ts, 50)), "p90_ms": float(np.percentile(ts, 90)),
+                "p99_ms": float(np.percentile(ts, 99)), "mean_ms": float(ts.mean()), "minor_faults": faults[way]}
+print(json.dumps(out))
+"""
+
+
+def preload_ab(world: str, repeat: int, blocks: tuple[int, ...] = (600, 50)) -> None:
+    """``Web.preload`` (what each worker of ``fictionworld serve --preload`` runs once it
+    starts) against none, in one process: 3,600 queries in blocks, this process's page-table
+    entries for the world's maps emptied before each block (as a fresh process starts), then
+    mapped in again by ``preload`` or not, in ABBA order. Blocks of 600: a fresh process's
+    first 600 queries; of 50: its first 50."""
+    for block, _ in ((b, r) for b in blocks for r in range(repeat)):
+        print(f"== {world}: one process, one core; page tables emptied before each block of {block} queries, "
+              "then preloaded or not (ABBA) ==")  # fmt: skip
+        print(f"{'':10} {'queries':>8} {'p50 ms':>8} {'p90':>7} {'p99':>7} {'mean':>7} {'faults/query':>13}")
+        d = _child(LATENCY_QUERIES + PRELOAD_CHILD, world, str(block))
+        for way in ("cold", "preloaded"):
+            m = d[way]
+            print(f"{way:10} {m['queries']:8,} {m['p50_ms']:8.2f} {m['p90_ms']:7.2f} {m['p99_ms']:7.1f} "
+                  f"{m['mean_ms']:7.2f} {m['minor_faults'] / m['queries']:13.1f}")  # fmt: skip
+        p = sorted(d["preload_s"])
+        print(f"(each preload: median {p[len(p) // 2]:.2f} s, max {p[-1]:.2f} s)")
+        print(json.dumps(d), file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
@@ -466,7 +529,12 @@ def main() -> None:
                     "ranking, left out in the engine when fetching again, and from the first fetch (alternated)")
     ap.add_argument("--evict", action="store_true", help="with --world: every file of the world evicted from the page "
                     "cache before each fresh process (its first answer from disk; no query timings)")
+    ap.add_argument("--preload", action="store_true", help="with --world: Web.preload (as `fictionworld serve` runs "
+                    "it) or not, blocks of queries alternated in one process; latency and page faults")
     args = ap.parse_args()
+    if args.world and args.preload:
+        preload_ab(args.world, args.repeat)
+        return
     if args.world and args.cold:
         cold(args.world, args.repeat)
         return

@@ -213,6 +213,12 @@ def test_health_info_metrics_docs(server, world):
     info = server.get("/info").json()
     assert info["world_hash"] == world.world_hash and info["counts"]["pages"] == len(world.web.pages)
     assert info["knobs"] == world.web.knobs.model_dump(mode="json") and info["renderer"]
+    for _ in range(100):  # each worker maps the world in, in the background, once it starts (--preload)
+        done = [server.get("/info").json()["preload"] for _ in range(8)]
+        if all(d["state"] == "done" for d in done):
+            break
+        time.sleep(0.1)
+    assert all(d["state"] == "done" and d["supported"] and d["mapped_bytes"] > 0 for d in done), done
     metrics = server.get("/metrics").text
     assert "fictionworld_requests_total{" in metrics and "fictionworld_in_flight{" in metrics
     assert server.get("/docs").status_code == 200

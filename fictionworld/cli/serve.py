@@ -19,7 +19,7 @@ HostOption = Annotated[
 ]
 
 
-def _service(directory: Path, knobs: list[str] | None, limits=None, *, warm: bool = True):
+def _service(directory: Path, knobs: list[str] | None, limits=None, *, warm: bool = True, preload: bool = False):
     """The world service for ``directory``, or one ``error:`` line saying why it cannot open."""
     from fictionworld.env.service import WorldService
     from fictionworld.storage import WorldFormatError
@@ -27,7 +27,7 @@ def _service(directory: Path, knobs: list[str] | None, limits=None, *, warm: boo
 
     knob_values = parse_knobs(knobs) if knobs else None
     try:
-        return WorldService.open(directory, knobs=knob_values, limits=limits, warm=warm)
+        return WorldService.open(directory, knobs=knob_values, limits=limits, warm=warm, preload=preload)
     except (WorldFormatError, WebError, FileNotFoundError) as exc:
         fail(f"cannot serve {directory}: {exc}", code=1)
 
@@ -81,6 +81,14 @@ def serve(
     log_level: Annotated[
         Literal["critical", "error", "warning", "info", "debug"], typer.Option(help="uvicorn's log level.")
     ] = "warning",  # fmt: skip
+    preload: Annotated[
+        bool,
+        typer.Option(
+            help="Each worker maps the world's files into its page tables in the background once it starts "
+            "(only what the page cache holds: nothing is read from disk), so searches stop paying a page "
+            "fault per new part of the files; GET /info says how it went.",
+        ),
+    ] = True,  # fmt: skip
 ) -> None:
     """Serve a world over HTTP: Search-R1's POST /retrieve (also SkyRL's single query), the env's
     POST /search and POST /open (with sessions that replay), GET /health, /info, /metrics, and
@@ -98,10 +106,10 @@ def serve(
         knob_values = parse_knobs(knob) if knob else None
         _service(directory, knob, limits, warm=False)  # fails here, with one line, before Ray starts
         raise typer.Exit(run_ray_serve(directory, host=host, port=port, replicas=replicas, address=address,
-                                       knobs=knob_values, limits=limits))  # fmt: skip
+                                       knobs=knob_values, limits=limits, preload=preload))  # fmt: skip
     from fictionworld.integrations.server import run_server
 
-    service = _service(directory, knob, limits)
+    service = _service(directory, knob, limits, preload=preload)
     try:
         code = run_server(service, host=host, port=port, workers=workers, log_level=log_level)
     except OSError as exc:

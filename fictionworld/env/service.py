@@ -167,10 +167,12 @@ class WorldService:
         self.directory = str(directory) if directory is not None else None
         self._local: OrderedDict[int, WebSession] = OrderedDict()  # this process's sessions, by key
         self._local_lock = threading.Lock()
+        self.preload = False  # map the web's files in after opening (start_preload), per process
+        self.preloaded: dict = {"state": "off"}
 
     @classmethod
     def open(cls, directory: str | Path, *, knobs: Knobs | None = None, limits: Limits | None = None,
-             warm: bool = True) -> WorldService:  # fmt: skip
+             warm: bool = True, preload: bool = False) -> WorldService:  # fmt: skip
         """Opens a saved world and its web; ``warm`` runs one search now, so the first request is
         as fast as the rest. The world's data files are checked against the digests in its
         manifest, each before the first column read from it (``verify="on-read"``; recomputing
@@ -178,16 +180,38 @@ class WorldService:
         read the web, not the graph, so the first answer does not wait for the graph's files
         (1 GB at 10M entities, seconds when they are not in the page cache). The tables are
         read column by column as requests need them, and the pages, index and lexicon are
-        memory-mapped, so forked workers share them. Raises WorldFormatError or WebError with
-        one clear line."""
+        memory-mapped, so forked workers share them. ``preload``: the process that serves
+        calls :meth:`start_preload` (not done here: a forked worker must, after the fork).
+        Raises WorldFormatError or WebError with one clear line."""
         from fictionworld.storage import load_world
 
         world = load_world(directory, verify="on-read")
         web = Web.load(world, directory)
         service = cls(web, knobs=knobs, limits=limits, directory=directory)
+        service.preload = preload
         if warm:
             service.warm()
         return service
+
+    def start_preload(self) -> threading.Thread | None:
+        """In a background thread, map this process's maps of the web's files into its page
+        tables (:meth:`Web.preload <fictionworld.web.Web.preload>`: what the page cache holds,
+        nothing read from disk), so its searches stop faulting them in one by one; ``/info``
+        says how it went. Call it in the process that serves, after any fork (page tables are
+        not inherited for shared file maps). None when ``preload`` is off."""
+        if not self.preload:
+            return None
+
+        def run() -> None:
+            try:
+                self.preloaded = self.web.preload().as_dict() | {"state": "done"}
+            except Exception as exc:  # noqa: BLE001 (an optimisation: serving goes on without it)
+                self.preloaded = {"state": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+
+        self.preloaded = {"state": "running"}
+        thread = threading.Thread(target=run, name="fictionworld-preload", daemon=True)
+        thread.start()
+        return thread
 
     def warm(self) -> None:
         web = self.web
@@ -214,6 +238,7 @@ class WorldService:
             "renderer": web["renderer"],
             "world_model": type(self.web.model).__name__,
             "limits": self.limits.model_dump(),
+            "preload": dict(self.preloaded),
             "tools": ["search", "open"],
         }
 

@@ -46,7 +46,7 @@ def _say(message: str) -> None:
     print(f"fictionworld serve: {message}", file=sys.stderr, flush=True)
 
 
-def _builder(directory: str, knobs: dict | None, limits: dict | None):
+def _builder(directory: str, knobs: dict | None, limits: dict | None, preload: bool = False):
     """The function a replica calls, once, to build its app: opens the world (warm) and serves it."""
 
     def build():
@@ -55,17 +55,20 @@ def _builder(directory: str, knobs: dict | None, limits: dict | None):
         from fictionworld.knobs import Knobs
 
         lim = Limits(**limits) if limits is not None else None
-        service = WorldService.open(directory, knobs=Knobs(**knobs) if knobs is not None else None, limits=lim)
+        service = WorldService.open(directory, knobs=Knobs(**knobs) if knobs is not None else None, limits=lim,
+                                    preload=preload)  # fmt: skip
+        service.start_preload()
         return create_app(service, limits=lim)
 
     return build
 
 
 def application(directory: str | Path, *, replicas: int = 2, knobs: Knobs | None = None,
-                limits: Limits | None = None, num_cpus: float | None = None):  # fmt: skip
+                limits: Limits | None = None, num_cpus: float | None = None, preload: bool = False):  # fmt: skip
     """The Serve application (``Deployment.bind()``): ``replicas`` replicas of the world's app,
     each reserving ``num_cpus`` (default: one core each where the cluster has them, a share of
-    its cores otherwise). Needs Ray to be initialised when ``num_cpus`` is None."""
+    its cores otherwise; ``preload``: see :meth:`WorldService.start_preload`). Needs Ray to be
+    initialised when ``num_cpus`` is None."""
     import ray
     from ray import serve
 
@@ -76,7 +79,7 @@ def application(directory: str | Path, *, replicas: int = 2, knobs: Knobs | None
         cores = float(ray.cluster_resources().get("CPU", 1.0))
         num_cpus = min(1.0, cores / replicas)
     build = _builder(str(Path(directory).resolve()), knobs.model_dump(mode="json") if knobs is not None else None,
-                     limits.model_dump(mode="json") if limits is not None else None)  # fmt: skip
+                     limits.model_dump(mode="json") if limits is not None else None, preload)  # fmt: skip
     ingress = serve.ingress(build)()
     # A replica takes as many requests as a worker of the plain server holds (its guard answers
     # the rest 503); Serve's proxy queues a bounded number more (Serve's own 503 beyond), not
@@ -88,18 +91,20 @@ def application(directory: str | Path, *, replicas: int = 2, knobs: Knobs | None
 
 
 def deploy(directory: str | Path, *, replicas: int = 2, knobs: Knobs | None = None, limits: Limits | None = None,
-           name: str = NAME, route_prefix: str = "/", num_cpus: float | None = None) -> DeploymentHandle:  # fmt: skip
+           name: str = NAME, route_prefix: str = "/", num_cpus: float | None = None,
+           preload: bool = False) -> DeploymentHandle:  # fmt: skip
     """Deploys the world on the Ray cluster this process has joined (Serve starts with its
     defaults if it is not running: call ``serve.start`` first to choose the proxy's address) and
     returns once every replica has opened it. Does not block beyond that."""
     from ray import serve
 
-    app = application(directory, replicas=replicas, knobs=knobs, limits=limits, num_cpus=num_cpus)
+    app = application(directory, replicas=replicas, knobs=knobs, limits=limits, num_cpus=num_cpus, preload=preload)
     return serve.run(app, blocking=False, name=name, route_prefix=route_prefix, logging_config=_QUIET)
 
 
 def run_ray_serve(directory: str | Path, *, host: str = "127.0.0.1", port: int = 8000, replicas: int = 2,
-                  address: str | None = None, knobs: Knobs | None = None, limits: Limits | None = None) -> int:  # fmt: skip
+                  address: str | None = None, knobs: Knobs | None = None, limits: Limits | None = None,
+                  preload: bool = False) -> int:  # fmt: skip
     """Joins Ray (``address`` None: a local cluster started here, without a dashboard;
     ``"auto"``: the running one), starts Serve's proxy on ``host:port`` (port 0: a free one),
     deploys the world and serves it until SIGTERM or SIGINT; then removes what it started: the
@@ -139,7 +144,7 @@ def run_ray_serve(directory: str | Path, *, host: str = "127.0.0.1", port: int =
         if not started_serve:
             host, port = _proxy_address(host, port)
         try:
-            deploy(directory, replicas=replicas, knobs=knobs, limits=limits)
+            deploy(directory, replicas=replicas, knobs=knobs, limits=limits, preload=preload)
         except RuntimeError as exc:
             _say(f"cannot deploy {directory} on Ray Serve: {_why(exc)}")
             return 1

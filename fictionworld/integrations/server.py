@@ -185,6 +185,7 @@ def _worker(service: WorldService, app, sock: socket.socket, log_level: str, dra
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     _die_with_parent()
     service.reopen_index()
+    service.start_preload()  # (its own page tables: a fork does not copy those of shared file maps)
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False,
                             timeout_graceful_shutdown=drain_s, server_header=False)  # fmt: skip
     server = uvicorn.Server(config)

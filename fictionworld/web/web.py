@@ -107,6 +107,7 @@ class Web:
         self.entity_ids = world.entities.id_view
         self.lexicon = lexicon
         self._tmp = tmp  # keeps an in-memory build's index directory alive
+        self.directory: Path | None = None  # the saved world directory it was loaded from
 
     # -- building and persistence --------------------------------------------------------
     @classmethod
@@ -196,7 +197,20 @@ class Web:
             lexicon = Lexicon.open(d / LEXICON_DIR, world.world_hash, len(world.entities))
         except ValueError as e:
             raise WebError(f"{e}; rebuild it") from None
-        return cls(world, pages, index, lexicon=lexicon)
+        web = cls(world, pages, index, lexicon=lexicon)
+        web.directory = d
+        return web
+
+    def preload(self, *, resident_only: bool = True, stop=None):
+        """Map this process's maps of the saved web's files into its page tables now, so its
+        searches do not fault them in one by one (:func:`fictionworld.web.preload.preload`:
+        by default only what the page cache holds, nothing read from disk). A web not loaded
+        from a directory has nothing to map."""
+        from fictionworld.web.preload import Preloaded, preload
+
+        if self.directory is None:
+            return Preloaded(True, reason="not loaded from a directory")
+        return preload(self.directory, resident_only=resident_only, stop=stop)
 
     # -- lookups -------------------------------------------------------------------------
     @cached_property
