@@ -107,8 +107,9 @@ def test_page_ids_of_hits_come_from_the_runs_file_and_agree_with_the_fast_field(
 
 def test_the_common_best_file_lists_every_common_clause_with_its_best_score(sharded):
     """``common-best.json`` of a build in 5 shards holds exactly the clauses on more pages than
-    the common limit (every term of the joined index walked), each with its page count and the
-    best score one scan of it finds; searches then scan none of them."""
+    the common limit (every term of the joined index walked), each with its page count, the
+    best score one scan of it finds and its scores at the ranks kept (``FLOOR_DEPTHS``);
+    searches then scan none of them."""
     from fictionworld.web.index import COMMON_BEST, TantivyIndex, common_limit, frequent_terms
 
     ix = TantivyIndex.open(sharded / "index")
@@ -119,13 +120,14 @@ def test_the_common_best_file_lists_every_common_clause_with_its_best_score(shar
     assert {f: sorted(t) for f, t in data["clauses"].items()} == every
     assert len(every["title"]) > 10 and len(every["body"]) > 100
     for field, terms in data["clauses"].items():
-        for token, (df, best) in terms.items():
+        for token, (df, best, floors) in terms.items():
             assert df == ix.searcher.doc_freq(field, token) > limit
-            assert best == ix._scan_best((field, token)) > 0
+            assert (best, tuple(floors)) == ix._scan((field, token)) and best > 0
+            assert best >= floors[0] > 0 and floors == sorted(floors, reverse=True)
 
     scans = []
-    scan = ix._scan_best
-    ix._scan_best = lambda c: scans.append(c) or scan(c)
+    scan = ix._scan
+    ix._scan = lambda c: scans.append(c) or scan(c)
     for q in ("festival river", "people born in 1970", "company founded city", "the film award"):
         ix.search(ix.analyze(q), 10)
     assert ix._max and scans == [min(ix._known, key=lambda c: (ix._known[c][0], c))]  # the probe only
@@ -160,14 +162,22 @@ def test_a_wrong_or_broken_common_best_file_is_not_trusted(sharded, tmp_path):
     ]
     queries += [[other[1], probe[1]], [other[1]]]
     want = [ix.search(q, 10) for q in queries]
-    assert ix._read_known() == {c: (v[0], v[1]) for c, v in known.items()}
+    assert ix._read_known() == {c: (v[0], v[1], tuple(v[2])) for c, v in known.items()}
+    floors = [0.0] * len(known[probe][2])
     for name, breaks, trusted in [
         ("missing", lambda f: f.unlink(), 0),
         ("corrupt", lambda f: f.write_text("{not json"), 0),
         ("not a table", lambda f: f.write_text(json.dumps({"num_docs": data["num_docs"], "clauses": [1, 2]})), 0),
         ("other size", edit(lambda d: {**d, "num_docs": d["num_docs"] + 1}), 0),
-        ("probe's best too low", edit(set_(probe, [known[probe][0], known[probe][1] / 2])), 0),
-        ("a page count wrong", edit(set_(other, [known[other][0] + 1, known[other][1] / 100])), len(known)),
+        ("probe's best too low", edit(set_(probe, [known[probe][0], known[probe][1] / 2, known[probe][2]])), 0),
+        ("probe's floors wrong", edit(set_(probe, [known[probe][0], known[probe][1], floors])), 0),
+        ("floors of another length", edit(set_(other, [known[other][0], known[other][1], [1.0]])), 0),
+        ("a page count wrong", edit(set_(other, [known[other][0] + 1, known[other][1] / 100, floors])), len(known)),
+        (
+            "written before floors",
+            edit(lambda d: {**d, "clauses": {f: {t: v[:2] for t, v in ts.items()} for f, ts in d["clauses"].items()}}),
+            len(known),
+        ),
     ]:
         copy = tmp_path / name.replace(" ", "-").replace("'", "")
         shutil.copytree(sharded / "index", copy)
@@ -176,6 +186,8 @@ def test_a_wrong_or_broken_common_best_file_is_not_trusted(sharded, tmp_path):
         got = [broken.search(q, 10) for q in queries]
         assert len(broken._known) == trusted, name
         assert broken._best(other) == ix._best(other) and ix._field_df(*other) > common_limit(ix.num_docs), name
+        if name == "written before floors":  # the bests are still taken from it, with no floor
+            assert broken._stats(other) == (known[other][1], ()) and broken._floor([other], 10) == 0.0
         for (p1, s1), (p2, s2) in zip(want, got):
             assert np.array_equal(p1, p2) and np.array_equal(s1, s2), name
 

@@ -238,7 +238,8 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
     one unpruned query of every clause (rare and common as two sub-queries, so that each page's
     score is summed the same way): same pages, same scores, float for float, at every depth;
     every way out of the pruned search occurs (the bound met; the common-only pages found by
-    the union of the common clauses, or by the covers that can reach the n-th page).
+    the union of the common clauses, or by the covers that can reach the n-th page, or a
+    common clause's n-th score where fewer than n pages hold a rare one or it is higher).
     Common is a share of the pages in a small index, a number of pages in a large one: this
     world is small, so the second case lowers that number below the share."""
     import tantivy as T
@@ -296,18 +297,25 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
         bounds[-1] = value
         return value
 
-    real_above = ix._common_above
+    real_above, real_floor = ix._common_above, ix._floor
     covered = []  # the queries whose common-only pages came from covers (none: from the union)
+    floors = []  # the clauses' floors asked for
+    floored = []  # covers above a clause's floor, not the n-th of the rare pages'
 
     def above(*args):
         got = real_above(*args)
         covered.append(got is not None)
+        floored.append(got is not None and args[2] > 0 and args[2] in floors)
         return got
 
-    ix._top, ix._bound, ix._common_above = top, bound, above
+    def floor(*args):
+        floors.append(real_floor(*args))
+        return floors[-1]
+
+    ix._top, ix._bound, ix._common_above, ix._floor = top, bound, above, floor
     rng = np.random.default_rng(11)
     cover_cost = index_module._COVER_COST
-    ways = {"one query": 0, "bound met": 0, "merged": 0, "covers": 0}
+    ways = {"one query": 0, "bound met": 0, "merged": 0, "covers": 0, "covers above a clause's floor": 0}
     try:
         for i in range(600):
             tokens = [str(x) for x in rng.choice(rare, int(rng.integers(1, 3)))]
@@ -324,13 +332,16 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
             calls.clear()
             bounds.clear()
             covered.clear()
+            floors.clear()
+            floored.clear()
             got = ix.search(tokens, n)
             want = unpruned(tokens, n)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (tokens, n)
             way = "covers" if any(covered) else "merged" if len(calls) >= 2 else "bound met" if bounds else "one query"
             ways[way] += 1
+            ways["covers above a clause's floor"] += any(floored)
     finally:
-        ix._top, ix._bound, ix._common_above = real_top, real_bound, real_above
+        ix._top, ix._bound, ix._common_above, ix._floor = real_top, real_bound, real_above, real_floor
     assert min(ways.values()) > 20, ways
 
 
@@ -364,6 +375,45 @@ def test_hidden_layers_are_left_out_in_the_engine_with_the_same_scores(world):
     with pytest.raises(ValueError, match="does not know the pages' layers"):
         old.__dict__.update(ix.__dict__, hides_layers=False)
         old.search(["film"], 5, hide=("distractor",))
+
+
+def test_hidden_layers_and_common_clauses_together_stay_exact(world, monkeypatch):
+    """A rare word of a perturbation page's title and common words, every perturbation layer
+    left out: against the whole ranking with those pages struck out, at depths where too few
+    shown pages hold the rare word (the common-only pages then fill the list). A common
+    clause's n-th score over every page may be above its n-th over the pages shown, so it is
+    no floor there (tested: taking it as one fails here)."""
+    import fictionworld.web.index as index_module
+    from fictionworld.web.index import COMMON_CLAUSE, common_limit
+    from fictionworld.web.pages import LAYERS
+
+    ix = world.web.index
+    pages = world.web.pages
+    monkeypatch.setattr(index_module, "COMMON_POSTINGS", int(0.4 * COMMON_CLAUSE * ix.num_docs))
+    ix._max.clear(), ix._common_top.clear()
+    limit = common_limit(ix.num_docs)
+    words = sorted({t for title in pages.titles for t in ix.analyze(title)})
+    common = [w for w in words if ix.doc_freq(w) > 2 * limit]
+    hidden_rows = np.flatnonzero(pages.layer > 0)
+    hide = tuple(LAYERS[1:])
+    rng = np.random.default_rng(8)
+    filled = 0
+    real_best = ix._common_best
+    monkeypatch.setattr(ix, "_common_best", lambda *a: (filled_at.append(1), real_best(*a))[1])
+    for _ in range(300):
+        row = int(rng.choice(hidden_rows))
+        rare = [w for w in ix.analyze(pages.titles[row]) if 0 < ix.doc_freq(w) <= limit]
+        if not rare:
+            continue
+        tokens = [str(rng.choice(rare)), *(str(w) for w in rng.choice(common, int(rng.integers(1, 3))))]
+        n = int(rng.choice([5, 10, 20, 40]))
+        filled_at = []
+        got = ix.search(tokens, n, hide=hide)
+        every, scores = ix.search(tokens, len(pages))
+        keep = pages.layer[every] == 0
+        assert np.array_equal(got[0], every[keep][:n]) and np.array_equal(got[1], scores[keep][:n]), (tokens, n)
+        filled += bool(filled_at)
+    assert filled > 20
 
 
 def test_search_leaves_hidden_layers_out_in_the_engine_and_answers_as_before(world, monkeypatch):

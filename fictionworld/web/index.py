@@ -24,6 +24,7 @@ from fictionworld.folding import fold_phrase
 from fictionworld.web.index_files import (
     COMMON_BEST,
     COMMON_TERMS,
+    FLOOR_DEPTHS,
     PID_RUNS,
     _open_runs,
     frequent_terms,
@@ -169,8 +170,8 @@ class TantivyIndex:
         self.searcher = self.index.searcher()
         self.num_docs = self.searcher.num_docs
         self._df: dict[tuple[str, str], int] = {}  # document frequency per clause (field, token)
-        self._max: dict[tuple[str, str], float] = {}  # a common clause's best score over the index
-        self._known: dict[tuple[str, str], tuple[int, float]] | None = None  # COMMON_BEST, read when first needed
+        self._max: dict[tuple[str, str], tuple[float, tuple[float, ...]]] = {}  # a common clause's best, floors
+        self._known: dict[tuple[str, str], tuple] | None = None  # COMMON_BEST, read when first needed
         self._common_top: dict[tuple, list] = {}  # the best n of a set of common clauses alone
         self._runs = _open_runs(self.searcher, path) if path is not None else None
         try:  # an index built before pages had their layer indexed cannot leave layers out
@@ -273,8 +274,11 @@ class TantivyIndex:
         the pages holding a rarer clause are ranked first, their common clauses added to their
         score. A page with common clauses only scores at most the sum of those clauses' best
         scores (written by the build, :data:`COMMON_BEST`; else found once per clause and
-        cached): when the n-th page already beats that bound, the answer is final. Else the pages with common clauses only are ranked too, by a plain
-        union that tantivy prunes by block, and the two lists are merged. The result is the
+        cached): when the n-th page already beats that bound, the answer is final. Else the
+        pages with common clauses only are ranked too, and the two lists merged: those that can
+        reach a floor (the n-th page's score, or a common clause's own n-th best, which n pages
+        of the union reach) by the covers of :meth:`_common_above`, else all of them by a plain
+        union. The result is the
         exact top ``n`` of the whole query (``tests/test_web_search.py`` compares it with one
         unpruned query): a page scores (rare clauses) + (common clauses) either way, and each
         list keeps tied pages as one query over the whole index does."""
@@ -311,8 +315,14 @@ class TantivyIndex:
                 # prunes by block), less those already in ``hits``. Enough: each page dropped
                 # outranks every common-only page below the n; a page with a rare clause not in
                 # ``hits`` scores below the n-th of ``hits`` (its common part lower still).
+                # Only pages reaching a floor can matter: the n-th of ``hits``, and the n-th
+                # best score of a common clause alone (n pages of the union score at least
+                # that); above a floor, the covers find them (:meth:`_common_above`).
                 mine = {(h[1].segment_ord, h[1].doc) for h in hits}
-                more = self._common_above(common, either[1], hits[-1][0], n, hide) if len(hits) == n else None
+                floor = hits[-1][0] if len(hits) == n else 0.0
+                if not hide:  # (a clause's n-th over every page may be above its n-th shown one)
+                    floor = max(floor, self._floor(common, n))
+                more = self._common_above(common, either[1], floor, n, hide) if floor > 0 else None
                 if more is None:
                     more = self._common_best(common, either[1], n, hide)
                 hits += [h for h in more if (h[1].segment_ord, h[1].doc) not in mine]
@@ -408,31 +418,50 @@ class TantivyIndex:
         return sum(self._best(c) for c in clauses) * (1 + 1e-5) + 1e-5
 
     def _best(self, clause: tuple[str, str]) -> float:
-        """``clause``'s best score over the index: from :data:`COMMON_BEST` where it lists the
-        clause on as many pages as the index has it, else one query of it alone (cached)."""
-        best = self._max.get(clause)
-        if best is None:
+        """``clause``'s best score over the index (:meth:`_stats`)."""
+        return self._stats(clause)[0]
+
+    def _floor(self, common: list[tuple[str, str]], n: int) -> float:
+        """A score that at least ``n`` pages of the union of ``common`` reach: the highest of the
+        clauses' scores at rank ``n`` or deeper (:data:`FLOOR_DEPTHS`: the first at or past
+        ``n``), each page scoring at least its score in any one clause it holds; narrowed for
+        float rounding. 0.0 where ``n`` is past the deepest rank kept."""
+        at = next((i for i, d in enumerate(FLOOR_DEPTHS) if d >= n), None)
+        if at is None:
+            return 0.0
+        floor = max((f[at] for f in (self._stats(c)[1] for c in common) if f), default=0.0)  # (none: no ranks kept)
+        return max(0.0, floor * (1 - 1e-5) - 1e-5)
+
+    def _stats(self, clause: tuple[str, str]) -> tuple[float, tuple[float, ...]]:
+        """``clause``'s best score over the index and its scores at the ranks
+        :data:`FLOOR_DEPTHS` (0.0 past its last page): from :data:`COMMON_BEST` where it lists
+        the clause on as many pages as the index has it (a file written before the ranks gives
+        the best only, and no floor), else one query of it alone. Cached."""
+        got = self._max.get(clause)
+        if got is None:
             if self._known is None:
                 self._known = self._read_known()
             known = self._known.get(clause)
             if known is not None and known[0] == self._field_df(*clause):
-                best = known[1]
+                got = known[1], known[2]
             else:
-                best = self._scan_best(clause)
-            self._max[clause] = best
-        return best
+                got = self._scan(clause)
+            self._max[clause] = got
+        return got
 
-    def _scan_best(self, clause: tuple[str, str]) -> float:
-        top = self._top(self._clause(*clause), 1)
-        return float(top[0][0]) if top else 0.0
+    def _scan(self, clause: tuple[str, str]) -> tuple[float, tuple[float, ...]]:
+        top = [float(h[0]) for h in self._top(self._clause(*clause), FLOOR_DEPTHS[-1])]
+        return (top[0] if top else 0.0), tuple(top[d - 1] if len(top) >= d else 0.0 for d in FLOOR_DEPTHS)
 
-    def _read_known(self) -> dict[tuple[str, str], tuple[int, float]]:
+    def _read_known(self) -> dict[tuple[str, str], tuple]:
         """:data:`COMMON_BEST`, or nothing where it is missing, unreadable, made for an index of
         another size, or wrong about the clause on fewest pages (checked by one scan of it)."""
         known = read_common_best(self.path, self.num_docs) if self.path is not None else {}
         if known:
             probe = min(known, key=lambda c: (known[c][0], c))
-            if known[probe] != (self._field_df(*probe), self._scan_best(probe)):
+            df, best, floors = known[probe]
+            scanned = self._scan(probe)
+            if (df, best) != (self._field_df(*probe), scanned[0]) or floors and floors != scanned[1]:
                 return {}
         return known
 
@@ -453,10 +482,10 @@ def write_common_best(index: TantivyIndex, candidates: dict[str, list[str]] | No
     pages = {(f, w): index._field_df(f, w) for f in ("title", "body") for w in sorted(set(candidates.get(f, ())))}
     clauses = [c for c, n in pages.items() if n > limit]
     with ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
-        best = list(pool.map(index._scan_best, clauses))
+        stats = list(pool.map(index._scan, clauses))
     table: dict[str, dict[str, list]] = {"title": {}, "body": {}}
-    for (field, token), b in zip(clauses, best):
-        table[field][token] = [pages[field, token], b]
+    for (field, token), (best, floors) in zip(clauses, stats):
+        table[field][token] = [pages[field, token], best, list(floors)]
     write_json(
         index.path / COMMON_BEST, {"num_docs": index.num_docs, "clauses": table}, sort_keys=True, separators=(",", ":")
     )

@@ -14,6 +14,7 @@ __all__ = [
     "PID_RUNS",
     "COMMON_BEST",
     "COMMON_TERMS",
+    "FLOOR_DEPTHS",
     "frequent_terms",
     "join_common_terms",
     "read_common_best",
@@ -31,13 +32,18 @@ PID_RUNS = "pid-runs.json"
 
 
 # The best score of every common clause over the whole index, written when an index is built
-# (or joined from shards): ``{"num_docs": N, "clauses": {field: {token: [pages, best]}}}``.
+# (or joined from shards): ``{"num_docs": N, "clauses": {field: {token: [pages, best, floors]}}}``,
+# ``floors`` the clause's scores at the ranks :data:`FLOOR_DEPTHS` (a file without them, as
+# written before, gives none).
 # :meth:`TantivyIndex.search` needs a clause's best to know whether pages holding only common
 # clauses can reach its top n; found at search time, it is one full scan of the clause, once
 # per process: at 10M entities 5,350 clauses on 831M postings, p50 3.0-3.6 -> 1.35 ms over a
 # fresh process's first 1,200 bench queries when known ahead (README). A clause the file lacks,
 # or whose page count differs from the index's, is scanned as before.
 COMMON_BEST = "common-best.json"
+# The ranks at which a common clause's score is kept (``TantivyIndex._floor``): the union of
+# clauses holding it has at least d pages scoring that much or more.
+FLOOR_DEPTHS = (10, 20, 40, 100)
 # A shard's terms on enough of its pages to be common in the whole index (pigeonhole: a clause
 # on more than L pages of S shards is on more than L / S pages of one), joined into COMMON_BEST.
 COMMON_TERMS = "common-terms.json"
@@ -53,18 +59,22 @@ def frequent_terms(searcher, above: float, cap: int = _TERMS_CAP) -> dict[str, l
     }
 
 
-def read_common_best(path: Path, num_docs: int) -> dict[tuple[str, str], tuple[int, float]]:
-    """(field, token) -> (pages, best) of :data:`COMMON_BEST` in ``path``, or nothing where the
+def read_common_best(path: Path, num_docs: int) -> dict[tuple[str, str], tuple[int, float, tuple[float, ...]]]:
+    """(field, token) -> (pages, best, floors) of :data:`COMMON_BEST` in ``path`` (floors: one
+    per :data:`FLOOR_DEPTHS`, or none in a file written before them), or nothing where the
     file is missing, unreadable or made for an index of another size."""
     try:
         data = json.loads((path / COMMON_BEST).read_text())
         if data["num_docs"] != num_docs:
             return {}
-        return {
-            (str(field), str(token)): (int(df), float(best))
-            for field, terms in data["clauses"].items()
-            for token, (df, best) in terms.items()
-        }
+        out = {}
+        for field, terms in data["clauses"].items():
+            for token, (df, best, *rest) in terms.items():
+                floors = tuple(float(x) for x in rest[0]) if rest else ()
+                if len(rest) > 1 or floors and len(floors) != len(FLOOR_DEPTHS):
+                    return {}
+                out[str(field), str(token)] = (int(df), float(best), floors)
+        return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
