@@ -454,12 +454,17 @@ def serve(world: str, repeat: int, modes: tuple[str, ...] = ("on-read", "files",
                 print(json.dumps(d), file=sys.stderr)
 
 
-PRELOAD_CHILD = r"""
-import json, os, resource, sys, time
+# Pins a child to one core (where the OS allows), pasted before the children that time queries.
+ONE_CORE = r"""
+import os
 try:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 except (AttributeError, OSError):
     pass
+"""
+
+PRELOAD_CHILD = r"""
+import json, resource, sys, time
 import numpy as np
 import fictionworld as fw
 from fictionworld.web.preload import _libc, mapped_files, preload
@@ -502,7 +507,7 @@ def preload_ab(world: str, repeat: int, blocks: tuple[int, ...] = (600, 50)) -> 
         print(f"== {world}: one process, one core; page tables emptied before each block of {block} queries, "
               "then preloaded or not (ABBA) ==")  # fmt: skip
         print(f"{'':10} {'queries':>8} {'p50 ms':>8} {'p90':>7} {'p99':>7} {'mean':>7} {'faults/query':>13}")
-        d = _child(LATENCY_QUERIES + PRELOAD_CHILD, world, str(block))
+        d = _child(ONE_CORE + LATENCY_QUERIES + PRELOAD_CHILD, world, str(block))
         for way in ("cold", "preloaded"):
             m = d[way]
             print(f"{way:10} {m['queries']:8,} {m['p50_ms']:8.2f} {m['p90_ms']:7.2f} {m['p99_ms']:7.1f} "
