@@ -227,8 +227,8 @@ def _locals(id_col: pa.ChunkedArray, type_code: np.ndarray, file: str) -> np.nda
     """The number of each entity id ("person:42" -> 42), checked to be ``<type>:<1-9 digits>``
     with its row's type. Type by type, as slices of the column where a type's rows are
     contiguous (a generated world's are): at 10M entities 0.8-1.1 s against 2.1-3.0 s for one
-    regex over every id (three runs each), most of a fresh server's first ``open``. Any id that fails the checks sends
-    the column to :func:`_parsed_locals`, which finds and names it."""
+    regex over every id (three runs each), most of a fresh server's first ``open``. Any id
+    that fails the checks sends the column to :func:`_parsed_locals`, which names it."""
     if id_col.null_count or not len(id_col):
         return _parsed_locals(id_col, type_code, file)
     out = np.empty(len(id_col), np.int32)

@@ -102,6 +102,7 @@ def preload(directory: str | Path, *, resident_only: bool = True, stop: threadin
     except (OSError, AttributeError) as e:
         return Preloaded(False, reason=f"no libc madvise/mincore ({e})")
     page = os.sysconf("SC_PAGE_SIZE")
+    files = len({p for *_, p in maps})
     total = mapped = skipped = 0
     for lo, hi, _path in maps:
         total += hi - lo
@@ -118,8 +119,7 @@ def preload(directory: str | Path, *, resident_only: bool = True, stop: threadin
         for a, b in runs:
             for s in range(a * page, b * page, CHUNK_BYTES):
                 if stop is not None and stop.is_set():
-                    return Preloaded(True, len({p for *_, p in maps}), total, mapped, skipped,
-                                     time.perf_counter() - t0, "stopped")  # fmt: skip
+                    return Preloaded(True, files, total, mapped, skipped, time.perf_counter() - t0, "stopped")
                 n = min(CHUNK_BYTES, b * page - s)
                 if libc.madvise(lo + s, n, advice) != 0:
                     err = ctypes.get_errno()
@@ -129,4 +129,4 @@ def preload(directory: str | Path, *, resident_only: bool = True, stop: threadin
                 mapped += n
                 done += n
         skipped += hi - lo - done
-    return Preloaded(True, len({p for *_, p in maps}), total, mapped, skipped, time.perf_counter() - t0)
+    return Preloaded(True, files, total, mapped, skipped, time.perf_counter() - t0)
