@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import combinations
 
 import numpy as np
 import pytest
@@ -202,21 +203,30 @@ def scoring_at_least(hits: list, floor: float) -> list:
     return [(h[0], h[1].segment_ord, h[1].doc) for h in hits if h[0] >= floor]
 
 
-def test_the_covers_of_a_common_union_find_its_best_pages_above_a_floor(world, monkeypatch):
+@pytest.mark.parametrize("way", ["covers at any cost", "probes", "probes on a budget"])
+def test_the_covers_of_a_common_union_find_its_best_pages_above_a_floor(world, way, monkeypatch):
     """``_common_above`` against the union of the same clauses read whole: for random sets of
     common clauses, floors and depths, the pages scoring at least the floor are the same pages
-    with the same floats, in the same order (ties by address), whether found by covers or not."""
+    with the same floats, in the same order (ties by address), whether found by covers or not.
+    The covers are asked however dear ("covers at any cost"), or each is a probe (the covers
+    left always cost more than the union), the probes' budget unbounded or not ("on a budget":
+    then some sets get None, for the union). Each cover asked raises the floor: many sets must
+    ask fewer covers than the floor given had."""
     import fictionworld.web.index as index_module
     from fictionworld.web.index import common_limit
 
     ix = world.web.index
-    monkeypatch.setattr(index_module, "_COVER_COST", 1e9)  # covers wherever there are some
+    monkeypatch.setattr(index_module, "_COVER_COST", 1e9 if way == "covers at any cost" else 0.0)
+    monkeypatch.setattr(index_module, "_PROBE_COST", 2.0 if way == "probes on a budget" else 1e9)
+    asked: list[int] = []
+    real_cover_top = ix._cover_top
+    monkeypatch.setattr(ix, "_cover_top", lambda *a: asked.append(1) or real_cover_top(*a))
     limit = common_limit(ix.num_docs)
     words = sorted({t for title in world.web.pages.titles for t in ix.analyze(title)})
     clauses = [(f, w) for w in words for f in ("title", "body") if ix.searcher.doc_freq(f, w) > limit]
     assert len(clauses) > 40
     rng = np.random.default_rng(3)
-    covered = 0
+    covered = fewer = 0  # sets answered by covers; of them, those that asked fewer covers than the floor had
     for _ in range(300):
         common = [clauses[i] for i in rng.choice(len(clauses), int(rng.integers(1, 7)), replace=False)]
         union = ix._union(common)
@@ -224,12 +234,22 @@ def test_the_covers_of_a_common_union_find_its_best_pages_above_a_floor(world, m
         bound = ix._bound(common)
         floor = float(rng.choice([rng.uniform(0, bound), whole[min(len(whole) - 1, int(rng.integers(0, 30)))][0]]))
         n = int(rng.choice([1, 3, 10, 50]))
+        ix._common_top.clear()
+        asked.clear()
         got = ix._common_above(common, union, floor, n)
         if got is None:
             continue
         covered += 1
         assert scoring_at_least(got, floor) == scoring_at_least(whole[:n], floor), (common, floor, n)
-    assert covered > 150
+        best = [ix._best(c) * (1 + 1e-5) + 1e-5 for c in common]
+        sets = [s for size in range(1, len(common) + 1) for s in combinations(range(len(common)), size)]
+        reach = [set(s) for s in sets if sum(best[i] for i in s) >= floor]
+        least = [s for s in reach if not any(r < s for r in reach)]
+        fewer += len(asked) < len(least)
+    if way == "probes on a budget":
+        assert 50 < covered < 300 and fewer > 20, (covered, fewer)
+    else:
+        assert covered == 300 and fewer > 40, (covered, fewer)
 
 
 @pytest.mark.parametrize("limit_by", ["share", "postings"])
@@ -327,8 +347,9 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
                 tokens += [str(x) for x in rng.choice(common, int(rng.integers(0, 3)))]
             tokens = [tokens[i] for i in rng.permutation(len(tokens))]
             n = int(rng.choice([1, 3, 10, 50, 200]))
-            # every other query takes the covers wherever there are some, however costly
-            monkeypatch.setattr(index_module, "_COVER_COST", cover_cost if i % 2 else 1e9)
+            # a third of the queries take the covers wherever there are some, however costly; a
+            # third find them by probes only (the covers left always dearer than the union)
+            monkeypatch.setattr(index_module, "_COVER_COST", (cover_cost, 1e9, 0.0)[i % 3])
             calls.clear()
             bounds.clear()
             covered.clear()

@@ -1,0 +1,106 @@
+"""Retrieval by two versions of the search index's code, side by side in one process on a
+saved world:
+
+    python benchmarks/bench_index_ab.py --world DIR                 # without / with the floors
+    python benchmarks/bench_index_ab.py --world DIR --peer REV      # index.py of git REV / now
+
+Two indexes are opened on the same files, each with its own caches, as two fresh processes
+would have: the peer, and this checkout's ``TantivyIndex``. The peer is either this code told
+its common clauses have no floors (``TantivyIndex._floor``; the default, ``--peer no-floors``)
+or the class of ``fictionworld/web/index.py`` as git revision REV has it (read with ``git
+show``, loaded beside this one). ``Web.hits`` (n = 10) asks each the same 2,400 queries of
+``bench_search.py``'s latency runs in turn (which goes first alternates), pinned to one core;
+the answers must be the same, page for page and float for float. Printed: p50 / p90 / p99 /
+mean over the first 1,200 queries and the next 1,200. For the floors, the world's
+``index/common-best.json`` must hold them (a build since they were added); one without them
+gives two equal columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def peer_class(rev: str):
+    """``TantivyIndex`` of ``fictionworld/web/index.py`` at git revision ``rev``."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:fictionworld/web/index.py"], check=True, capture_output=True, text=True
+    ).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(f"fictionworld.web._index_{rev}", f.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    os.unlink(f.name)
+    return module.TantivyIndex
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--world", required=True, help="a saved world with its web")
+    ap.add_argument("--peer", default="no-floors", help="'no-floors' (default) or a git revision")
+    args = ap.parse_args()
+    try:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    except (AttributeError, OSError):
+        pass
+    sys.path.insert(0, str(Path(__file__).parent))
+    import bench_search
+
+    import fictionworld as fw
+    from fictionworld.web.index import TantivyIndex
+
+    world = fw.World.load(args.world, verify="on-read")
+    web = world.web
+    world.search("Juopla festival", k=10)
+    path = web.index.path
+    if args.peer == "no-floors":
+        names = ("no floors", "floors")
+        peer = TantivyIndex.open(path)
+        peer._floor = lambda common, n: 0.0  # the search before the floors
+        if not any(peer._stats(c)[1] for c in peer._read_known()):
+            print("(this index's common-best.json holds no floors: both columns search the same way)")
+    else:
+        names = (args.peer, "this checkout")
+        peer = peer_class(args.peer).open(path)
+    ways = dict(zip(names, (peer, TantivyIndex.open(path))))
+    space: dict = {}
+    exec(bench_search.LATENCY_QUERIES, space)
+    make = space["latency_queries"](web, web.lexicon.names if web.lexicon is not None else world.entities.name)
+    queries = make(0) + make(1)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i, q in enumerate(queries):
+        answers = {}
+        for name, ix in list(ways.items())[:: 1 if i % 2 else -1]:
+            web.index = ix
+            t = time.perf_counter()
+            hits = web.hits(q, 10)
+            times[name].append(time.perf_counter() - t)
+            answers[name] = [(h.page, h.score) for h in hits]
+        if answers[names[0]] != answers[names[1]]:
+            raise SystemExit(f"different answers for {q!r}: {answers}")
+    print(f"== {args.world}: Web.hits (n = 10), one core, the two ways alternated query by query ==")
+    width = max(len(name) for name in names) + 13
+    print(f"{'':{width}} {'p50 ms':>8} {'p90':>7} {'p99':>7} {'mean':>7}")
+    for name, ts in times.items():
+        ms = np.array(ts) * 1000
+        for lo, label in ((0, "first 1,200"), (1200, "next 1,200")):
+            w = ms[lo : lo + 1200]
+            p50, p90, p99 = np.percentile(w, [50, 90, 99])
+            print(f"{name + ', ' + label:{width}} {p50:8.2f} {p90:7.2f} {p99:7.1f} {w.mean():7.2f}")
+    print("answers: the same for every query")
+
+
+if __name__ == "__main__":
+    main()
