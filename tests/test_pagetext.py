@@ -49,6 +49,23 @@ def test_texts_come_back_exactly_with_and_without_a_dictionary(n):
         read[n]
 
 
+@pytest.mark.parametrize("dictionary", [False, True])
+def test_the_first_lines_of_a_page_are_its_first_lines_however_the_frame_is_read(dictionary):
+    """``Texts.head`` decompresses only as far as the lines asked for: the same lines as
+    splitting the whole text, read a few bytes at a time, so that reads end inside multi-byte
+    characters (which must not leak into the lines kept), for texts with and without newlines."""
+    texts = _texts(3000, 4) + ["one line, no newline, Łódź 北京", "\n\n\n", "end\n", "北" * 5000 + "\nnext\n北"]
+    codec = TextCodec.train([texts[i] for i in sample_rows(3000)]) if dictionary else TextCodec(None)
+    frames = codec.compress(pa.array(texts, pa.large_string()))
+    read = Texts(pa.chunked_array([frames]), codec)
+    rng = np.random.default_rng(1)
+    for i in [*rng.choice(3000, 200, replace=False).tolist(), *range(3000, len(texts))]:
+        for lines in (0, 1, 2, 3, 5, 100):
+            want = "\n".join(texts[i].split("\n", lines)[:lines])
+            assert read.head(i, lines) == want, (i, lines)
+            assert codec.head(frames[i].as_buffer(), lines, step=int(rng.integers(1, 9))) == want, (i, lines)
+
+
 def test_frames_do_not_depend_on_threads_or_chunks_and_the_dictionary_on_nothing_but_the_samples():
     texts = _texts(5000, 1)
     a, b = TextCodec.train(texts[::3]), TextCodec.train(texts[::3])
@@ -129,6 +146,8 @@ def test_a_corrupt_frame_or_another_webs_dictionary_is_named_when_read(saved_wor
     pages = Web.load(fw.World.load(saved_world), d).pages
     with pytest.raises(WorldFormatError, match=r"pages.arrow: page 3's text is corrupt"):
         pages.texts[3]
+    with pytest.raises(WorldFormatError, match=r"pages.arrow: page 3's text is corrupt"):
+        pages.head(3, 2)
     frames = table.column("text").to_pylist()
     row = next(i for i, f in enumerate(frames) if len(f) > 40)
     middle = len(frames[row]) // 2

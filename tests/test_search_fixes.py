@@ -299,17 +299,28 @@ def test_web_works_with_another_backend(films_world, tmp_path):
         web.save(tmp_path)
 
 
-def test_a_directory_result_counts_its_entries_and_shows_the_first_three(world):
+@pytest.mark.parametrize("saved", [False, True])
+def test_a_directory_result_counts_its_entries_and_shows_the_first_three(world, saved_world, saved):
     """Counting lines and parsing three links says what parsing every link does, on every
-    directory of the shared world (and on the lines its pages are split by)."""
+    directory of the shared world (and on the lines its pages are split by). A result does not
+    read the whole directory: its entries are counted from its entities (``PageTable.entries``)
+    and its first lines read alone (``PageTable.head``; a saved page decompressed only that
+    far); both say what the whole text does."""
+    from fictionworld.web import Hit
     from fictionworld.web.model import _LINK, MASK, directory_snippet
+    from fictionworld.web.pages import PAGE_KINDS
 
-    pages = world.web.pages
-    lists = np.flatnonzero(pages.kind_code == 1)
+    web = fw.World.load(saved_world).web if saved else world.web
+    pages = web.pages
+    lists = np.flatnonzero(pages.kind_code == PAGE_KINDS.index("list"))
     assert len(lists) > 20
-    for row in lists.tolist():
+    results = web.model.render_results(web, "directory", [Hit(int(r), 1.0) for r in lists], web.knobs)
+    for row, result in zip(lists.tolist(), results):
         text = pages.text(row)
         names = _LINK.findall(text)
-        assert len(names) == len(text.splitlines())
+        assert len(names) == len(text.splitlines()) == pages.entries(row)
         want = f"A directory of {len(names)} entries, including {', '.join(n for n, _ in names[:3])}"
-        assert directory_snippet(text) == want + (f" {MASK}" if len(names) > 3 else ".")
+        want += f" {MASK}" if len(names) > 3 else "."
+        assert directory_snippet(text) == result.snippet == want
+        for lines in (0, 1, 3, 4):
+            assert pages.head(row, lines) == "\n".join(text.splitlines()[:lines])

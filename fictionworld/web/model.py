@@ -184,12 +184,13 @@ def make_snippet(
     return out if len(out) <= SNIPPET_CHARS else out[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + " " + MASK
 
 
-def directory_snippet(text: str) -> str:
+def directory_snippet(text: str, count: int | None = None) -> str:
     """A directory's result: its number of entries and the first three. A directory holds one
     linked entry per line (``Renderer.lists``; :meth:`TemplateWorldModel.render_page` pages it
     by lines), so its lines are counted and only three links parsed: a directory of a thousand
-    entries took 50 µs to parse whole, most of a result list's time when it held one."""
-    count = text.count("\n") + 1 if text else 0
+    entries took 50 µs to parse whole, most of a result list's time when it held one. Given
+    ``count`` (:meth:`PageTable.entries`), ``text`` need only be its first three lines."""
+    count = (text.count("\n") + 1 if text else 0) if count is None else count
     shown = ", ".join(m.group(1) for m in islice(_LINK.finditer(text), 3))
     return f"A directory of {count} entries, including {shown}" + (f" {MASK}" if count > 3 else ".")
 
@@ -228,12 +229,11 @@ class TemplateWorldModel:
         stems = query_stems(query)
         leaks = web.leaks_of(query, [h.page for h in hits], knobs.snippet_leak_rate)
         for h, leak in zip(hits, leaks):
-            text = p.text(h.page)
             kind = p.kind_of(h.page)
             if kind == "list":
-                snippet = directory_snippet(text)
+                snippet = directory_snippet(p.head(h.page, 3), p.entries(h.page))
             else:
-                snippet = make_snippet(text, query, leak=leak, names=_subject_names(web, h.page), stems=stems)
+                snippet = make_snippet(p.text(h.page), query, leak=leak, names=_subject_names(web, h.page), stems=stems)
             out.append(
                 SearchResult(  # validated in pydantic's core: half the time of model_construct in Python
                     url=p.urls[h.page],

@@ -254,6 +254,23 @@ class PageTable:
     def text(self, row: int) -> str:
         return self.texts[row]
 
+    def head(self, row: int, lines: int) -> str:
+        """The first ``lines`` lines of page ``row``'s text (all of it if it has fewer). A saved
+        page is decompressed only as far as they go: at 10M entities the biggest directory is
+        6.4M characters, 17 ms to decompress whole against 0.1-0.3 ms for its first lines."""
+        texts = self.texts
+        if isinstance(texts, Texts):
+            return texts.head(row, lines)
+        return "\n".join(texts[row].split("\n", lines)[:lines])
+
+    def entries(self, row: int) -> int:
+        """How many entities directory ``row`` lists, one per line (:meth:`Renderer.lists
+        <fictionworld.web.render.Renderer.lists>`): its ``entity_rows`` less the entity it is
+        about, which a directory never lists. Read from the column's offsets, where counting
+        the lines of the text meant decompressing all of it."""
+        rows = self.table.column("entity_rows")[row]
+        return (len(rows.values) if rows.is_valid else 0) - int(self.entity[row] >= 0)
+
     def scanning(self) -> AbstractContextManager:
         """A block that reads the pages in order (every page's text, a whole column): the file
         is read ahead while it runs (:meth:`MappedArrow.scanning`), then read as :meth:`load`

@@ -136,12 +136,31 @@ class TextCodec:
         return pa.array([frames[i].tobytes() for i in range(n)], pa.large_binary())
 
     def decompress(self, frame: bytes) -> str:
+        return self._decompressor().decompress(frame).decode()
+
+    def head(self, frame, lines: int, step: int = 4096) -> str:
+        """The first ``lines`` lines of ``frame``'s text, read ``step`` bytes at a time."""
+        out = bytearray()
+        with self._decompressor().stream_reader(frame) as reader:
+            while out.count(b"\n") < lines:
+                got = reader.read(step)
+                if not got:
+                    break
+                out += got
+        end = 0 if lines <= 0 else -1  # where the lines end (-1: the whole text); "\n" is one byte in UTF-8
+        for _ in range(lines):
+            end = out.find(b"\n", end + 1)
+            if end < 0:
+                break
+        return (out if end < 0 else out[:end]).decode()
+
+    def _decompressor(self):
         d = getattr(self._local, "d", None)
         if d is None:
             import zstandard as zstd
 
             d = self._local.d = zstd.ZstdDecompressor(dict_data=self._dict)
-        return d.decompress(frame).decode()
+        return d
 
 
 class Texts(Sequence):
@@ -161,17 +180,29 @@ class Texts(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
+        frame = self._frame(i).as_py()
+        try:
+            return self.codec.decompress(frame)
+        except Exception as e:  # zstd.ZstdError, UnicodeDecodeError, a null frame
+            raise WorldFormatError(f"{self.name}: page {i}'s text is corrupt ({e})") from None
+
+    def head(self, i: int, lines: int) -> str:
+        """The first ``lines`` lines of page ``i`` (all of it if it has fewer), decompressing
+        only as far as they go (so the frame's checksum, at its end, is not read)."""
+        frame = self._frame(i).as_buffer()
+        try:
+            return self.codec.head(frame, lines)
+        except Exception as e:  # zstd.ZstdError, UnicodeDecodeError, a null frame
+            raise WorldFormatError(f"{self.name}: page {i}'s text is corrupt ({e})") from None
+
+    def _frame(self, i: int):
         starts = self._starts
         if i < 0:
             i += starts[-1]
         if not 0 <= i < starts[-1]:
             raise IndexError(f"index {i} out of range for {starts[-1]} pages")
         c = bisect.bisect_right(starts, i) - 1
-        frame = self._chunks[c][i - starts[c]].as_py()
-        try:
-            return self.codec.decompress(frame)
-        except Exception as e:  # zstd.ZstdError, UnicodeDecodeError, a null frame
-            raise WorldFormatError(f"{self.name}: page {i}'s text is corrupt ({e})") from None
+        return self._chunks[c][i - starts[c]]
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))

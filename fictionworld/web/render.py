@@ -428,7 +428,8 @@ class Renderer(PerturbationPages):
     # -- directories ---------------------------------------------------------------------
     def lists(self, groups) -> None:
         for title, members, facts, about in groups:
-            members = sorted(set(members), key=lambda r: (self.names[r], r))
+            # (never the entity it is about: ``PageTable.entries`` counts on it)
+            members = sorted(set(members) - {about}, key=lambda r: (self.names[r], r))
             text = "\n".join(["- " + self.links[r] for r in members])
             self.out.add(
                 url=DIRECTORY[1] + slug(title),
