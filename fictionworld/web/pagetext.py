@@ -140,13 +140,14 @@ class TextCodec:
 
     def head(self, frame, lines: int, step: int = 4096) -> str:
         """The first ``lines`` lines of ``frame``'s text, read ``step`` bytes at a time."""
-        out = bytearray()
+        out, seen = bytearray(), 0  # (newlines counted in each piece as it comes)
         with self._decompressor().stream_reader(frame) as reader:
-            while out.count(b"\n") < lines:
+            while seen < lines:
                 got = reader.read(step)
                 if not got:
                     break
                 out += got
+                seen += got.count(b"\n")
         end = 0 if lines <= 0 else -1  # where the lines end (-1: the whole text); "\n" is one byte in UTF-8
         for _ in range(lines):
             end = out.find(b"\n", end + 1)
