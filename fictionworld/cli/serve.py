@@ -19,6 +19,16 @@ HostOption = Annotated[
 ]
 
 
+PreloadOption = Annotated[
+    bool,
+    typer.Option(
+        help="Each serving process maps the world's files into its page tables in the background once it "
+        "starts (only what the page cache holds: nothing is read from disk), so searches stop paying a "
+        "page fault per new part of the files (serve: GET /info says how it went).",
+    ),
+]
+
+
 def _service(directory: Path, knobs: list[str] | None, limits=None, *, warm: bool = True, preload: bool = False):
     """The world service for ``directory``, or one ``error:`` line saying why it cannot open."""
     from fictionworld.env.service import WorldService
@@ -81,14 +91,7 @@ def serve(
     log_level: Annotated[
         Literal["critical", "error", "warning", "info", "debug"], typer.Option(help="uvicorn's log level.")
     ] = "warning",  # fmt: skip
-    preload: Annotated[
-        bool,
-        typer.Option(
-            help="Each worker maps the world's files into its page tables in the background once it starts "
-            "(only what the page cache holds: nothing is read from disk), so searches stop paying a page "
-            "fault per new part of the files; GET /info says how it went.",
-        ),
-    ] = True,  # fmt: skip
+    preload: PreloadOption = True,
 ) -> None:
     """Serve a world over HTTP: Search-R1's POST /retrieve (also SkyRL's single query), the env's
     POST /search and POST /open (with sessions that replay), GET /health, /info, /metrics, and
@@ -136,6 +139,7 @@ def mcp(
         int, typer.Option(help="Fault seed of the server's own session (calls naming no session in _meta).", min=0)
     ] = 0,
     knob: KnobOption = None,
+    preload: PreloadOption = True,
 ) -> None:
     """Serve a world's search and open tools over MCP (the official SDK), with the env's schemas."""
     if transport == "stdio":
@@ -146,7 +150,8 @@ def mcp(
         _check_host(host)
     from fictionworld.integrations.mcp import run_mcp
 
-    service = _service(directory, knob)
+    service = _service(directory, knob, preload=preload)
+    service.start_preload()
     run_mcp(service, transport=transport, host=host or "127.0.0.1", port=8001 if port is None else port, seed=seed)
 
 
