@@ -51,17 +51,12 @@ def main() -> None:
     ap.add_argument("--world", required=True, help="a saved world with its web")
     ap.add_argument("--peer", default="no-floors", help="'no-floors' (default) or a git revision")
     args = ap.parse_args()
-    try:
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    except (AttributeError, OSError):
-        pass
     sys.path.insert(0, str(Path(__file__).parent))
-    import bench_search
+    from search_children import latency_world
 
-    import fictionworld as fw
     from fictionworld.web.index import TantivyIndex
 
-    world = fw.World.load(args.world, verify="on-read")
+    world, make = latency_world(args.world)
     web = world.web
     world.search("Juopla festival", k=10)
     path = web.index.path
@@ -75,9 +70,6 @@ def main() -> None:
         names = (args.peer, "this checkout")
         peer = peer_class(args.peer).open(path)
     ways = dict(zip(names, (peer, TantivyIndex.open(path))))
-    space: dict = {}
-    exec(bench_search.LATENCY_QUERIES, space)
-    make = space["latency_queries"](web, web.lexicon.names if web.lexicon is not None else world.entities.name)
     queries = make(0) + make(1)
     times: dict[str, list[float]] = {name: [] for name in names}
     for i, q in enumerate(queries):

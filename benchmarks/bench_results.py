@@ -15,7 +15,6 @@ result lists, and of those holding a directory of more than 100,000 characters.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -27,22 +26,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", required=True, help="a saved world with its web")
     args = ap.parse_args()
-    try:
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    except (AttributeError, OSError):
-        pass
     sys.path.insert(0, str(Path(__file__).parent))
-    import bench_search
+    from search_children import latency_world
 
-    import fictionworld as fw
     from fictionworld.web.pages import PageTable
 
-    world = fw.World.load(args.world, verify="on-read")
+    world, make = latency_world(args.world)
     web = world.web
     pages = web.pages
-    space: dict = {}
-    exec(bench_search.LATENCY_QUERIES, space)
-    queries = space["latency_queries"](web, web.lexicon.names if web.lexicon is not None else world.entities.name)(0)
+    queries = make(0)
     asked = [(q, web.hits(q, 10)) for q in queries]
     lists = {h.page for _, hits in asked for h in hits if pages.kind_of(h.page) == "list"}
     big = {r for r in lists if len(pages.text(r)) > 100_000}

@@ -318,3 +318,22 @@ ts = np.array(ts) * 1000
 print(json.dumps({"first_answer_s": first_answer, "p50_ms": float(np.percentile(ts, 50)), "p90_ms": float(np.percentile(ts, 90)),
                   "p99_ms": float(np.percentile(ts, 99)), "read_mib_per_query": read / 2**20 / n}))
 """
+
+
+def latency_world(directory: str):
+    """The start of an in-process A/B benchmark (``bench_index_ab.py``, ``bench_results.py``):
+    this process pinned to one core, the world at ``directory`` loaded as a server loads it
+    (``verify="on-read"``), and the latency queries' maker (:data:`LATENCY_QUERIES`)."""
+    import os
+
+    try:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    except (AttributeError, OSError):
+        pass
+    import fictionworld as fw
+
+    world = fw.World.load(directory, verify="on-read")
+    web = world.web
+    space: dict = {}
+    exec(LATENCY_QUERIES, space)
+    return world, space["latency_queries"](web, web.lexicon.names if web.lexicon is not None else world.entities.name)
