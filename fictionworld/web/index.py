@@ -33,6 +33,7 @@ from fictionworld.web.index_files import (
     write_json,
     write_pid_runs,
 )
+from fictionworld.web.index_schema import _analyzer, _document, _schema
 
 __all__ = [
     "SearchBackend",
@@ -123,52 +124,6 @@ class SearchBackend(Protocol):
     def search(self, tokens: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
         """Best ``n`` page ids and their scores, best first, ties by page id."""
         ...
-
-
-def _analyzer():
-    import tantivy
-
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
-
-
-def _schema():
-    import tantivy
-
-    b = tantivy.SchemaBuilder()
-    b.add_integer_field("pid", stored=False, indexed=False, fast=True)  # signed: see ARCHITECTURE pitfalls
-    b.add_text_field("title", stored=False, tokenizer_name="fw", index_option="freq")
-    b.add_text_field("body", stored=False, tokenizer_name="fw", index_option="freq")
-    # The folded title (case, accents and spacing aside) as one term: exact-title lookups
-    # without a table of every title in memory.
-    b.add_text_field("title_key", stored=False, tokenizer_name="raw", index_option="basic")
-    # The page's perturbation layer (``pages.LAYERS``; none for the authoritative web), so that
-    # a search leaves out the layers hidden in an episode in the engine (``hide``).
-    b.add_text_field("layer", stored=False, tokenizer_name="raw", index_option="basic")
-    return b.build()
-
-
-def _document(pid: int, title: str, body: str, layer: str = ""):
-    """The tantivy document of page ``pid`` (``body`` as plain text) of perturbation layer
-    ``layer`` ("": the authoritative web, not indexed). Built field by field:
-    ``Document(**fields)`` converts its keyword arguments generically, 2.3 times the cost
-    (0.59 s against 0.25 s for a 100k world's 257,073 pages)."""
-    import tantivy
-
-    doc = tantivy.Document()
-    doc.add_integer("pid", pid)
-    doc.add_text("title", title)
-    doc.add_text("body", body)
-    doc.add_text("title_key", fold_phrase(title))
-    if layer:
-        doc.add_text("layer", layer)
-    return doc
 
 
 class TantivyIndex:
@@ -375,12 +330,16 @@ class TantivyIndex:
         """``_top(query, n, hide)`` of the union of ``common``, cached: the same common words
         ("born", "released", "directed") come back query after query, and their union is the
         costly part."""
-        key = (*common, n, hide)
+        return self._cached((*common, n, hide), lambda: self._top(query, n, hide))
+
+    def _cached(self, key: tuple, make: Callable[[], list]) -> list:
+        """``make()``, kept under ``key`` among the best pages of common clauses (at most 4,096
+        kept: past that, the cache starts again)."""
         top = self._common_top.get(key)
         if top is None:
             if len(self._common_top) >= 4_096:
                 self._common_top.clear()
-            top = self._common_top[key] = self._top(query, n, hide)
+            top = self._common_top[key] = make()
         return top
 
     def _common_above(
@@ -450,14 +409,11 @@ class TantivyIndex:
         read whole). The union itself as a required part cost more: on the 900 covers of
         bench_search.py's first 1,200 latency queries at 10M, p50 0.46 -> 0.32 ms, p99 21.5 ->
         14.7 ms, mean 3.07 -> 2.05 ms, every float the same."""
-        key = ("cover", tuple(cover), *common, n, hide)
-        top = self._common_top.get(key)
-        if top is None:
-            if len(self._common_top) >= 4_096:
-                self._common_top.clear()
-            t = self._t
-            must, should = t.Occur.Must, t.Occur.Should
-            held = set(cover)
+        t = self._t
+        must, should = t.Occur.Must, t.Occur.Should
+        held = set(cover)
+
+        def ask() -> list:
             chain = None
             for c in common:
                 if chain is None and c in held:
@@ -468,8 +424,9 @@ class TantivyIndex:
                         [(must, t.Query.const_score_query(self._clause(*x), 0.0)) for x in cover]
                     )
                 chain = t.Query.boolean_query([(must, chain), (must if c in held else should, self._clause(*c))])
-            top = self._common_top[key] = self._top(chain, n, hide)
-        return top
+            return self._top(chain, n, hide)
+
+        return self._cached(("cover", tuple(cover), *common, n, hide), ask)
 
     def _field_df(self, field: str, token: str) -> int:
         df = self._df.get((field, token))
