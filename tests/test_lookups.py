@@ -12,12 +12,18 @@ import pytest
 from rapidfuzz.distance import OSA
 from spelling_helpers import edits, literal_correct
 
+from fictionworld.web import linker
 from fictionworld.web.arrow import write_arrow
-from fictionworld.web.linker import MIN_SIMILARITY, Speller, keys_path, tail3_path
+from fictionworld.web.linker import MIN_SIMILARITY, Speller, keys_path, letters_of, tail3_path
 
 
+@pytest.mark.parametrize("one_edit_pool", [0, None])
 @pytest.mark.parametrize("seed", range(4))
-def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
+def test_the_speller_table_corrects_as_the_rule_says(seed, one_edit_pool, tmp_path, monkeypatch):
+    """Against the rule written plainly; with ``one_edit_pool=0`` every pool is first searched
+    for words one edit away (``Speller._one_edit``), as the large pools of a big world are."""
+    if one_edit_pool is not None:
+        monkeypatch.setattr(linker, "ONE_EDIT_POOL", one_edit_pool)
     rng = random.Random(seed)
     letters = "abcdeéiklmnorstuvyzøß0123"
     vocab = {"".join(rng.choice(letters) for _ in range(rng.randint(1, 11))) for _ in range(3_000)}
@@ -52,6 +58,43 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, tmp_path):
         assert got and OSA.normalized_similarity(q, got[0]) >= OSA.normalized_similarity(q, w), (w, q, got)
     assert len(speller) == len(vocab - {""}) and all(w in opened for w in vocab if w)
     assert "not-a-word-here" not in opened and 3 not in opened
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_many_words_one_edit_away_rank_as_the_rule_says(seed, monkeypatch):
+    """Words with dozens of vocabulary words one edit away (dropped, added, changed and swapped
+    letters; shorter, as long and longer), so that ties run past the three kept, through the
+    one-edit search and the pool's scoring alike; and words whose nearest are two edits away."""
+    rng = random.Random(seed)
+    stems = ["kataloneni", "vourrinen", "haufnort", "abcd", "éssøßa", "x1y2z3w"]
+    vocab = set()
+    for stem in stems:
+        for _ in range(rng.randint(5, 60)):
+            w = edits(stem, rng)
+            vocab.update([w, edits(edits(w, rng), rng)])
+    queries = [q for stem in stems for q in [stem, edits(stem, rng), edits(edits(stem, rng), rng)]]
+    for pool in (0, 10**9):
+        monkeypatch.setattr(linker, "ONE_EDIT_POOL", pool)
+        speller = Speller(vocab)
+        for q in queries:
+            assert speller.correct(q) == literal_correct(vocab, q), (pool, q)
+
+
+def test_letters_of_a_column_hold_every_character():
+    """Every character of the strings (multi-byte ones included), and digits and a-z always,
+    over chunked, sliced, large_string and empty columns."""
+    vocab = ["abc", "éø", "𝔄z", "", "q_Q", "ß-1"]
+    columns = [
+        pa.array(vocab, pa.string()),
+        pa.array(vocab, pa.large_string()),
+        pa.chunked_array([pa.array(vocab[:2]), pa.array([], pa.string()), pa.array(vocab[2:])]),
+        pa.array(["ж"] * 3 + vocab, pa.string()).slice(3),
+        pa.array([], pa.string()),
+    ]
+    plain = set("0123456789abcdefghijklmnopqrstuvwxyz")
+    for column in columns:
+        want = set("".join(column.to_pylist())) | plain
+        assert letters_of(column) == want, column
 
 
 def test_a_broken_last_three_letters_key_is_refused(tmp_path):
@@ -104,7 +147,7 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
     """The 8-byte-key search of a sorted column against ``bisect`` itself: words sharing long
     prefixes, shorter than 8 bytes, empty, multi-byte (é, 𝔄, U+10FFFF), over chunked,
     sliced and large_string columns, at every ``lo`` and ``hi``, with a key for every row or
-    every ``stride``-th; and ``find`` against ``list.index``."""
+    every ``stride``-th; ``find`` against ``list.index``, and ``isin`` against ``in``."""
     import bisect
 
     from fictionworld.web.arrow import Strings
@@ -142,6 +185,8 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
             hi = int(rng.integers(lo, len(vocab) + 1))
             assert s.bisect_left(x, lo, hi) == bisect.bisect_left(vocab, x, lo, hi), (x, lo, hi)
             assert s.bisect_right(x, lo, hi) == bisect.bisect_right(vocab, x, lo, hi), (x, lo, hi)
+        assert s.isin(probes).tolist() == [x in vocab for x in probes]
+        assert s.isin([]).tolist() == [] and s.isin(probes[::-1]).tolist() == [x in vocab for x in probes[::-1]]
 
 
 @pytest.mark.parametrize("seed", range(6))

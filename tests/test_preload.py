@@ -119,10 +119,13 @@ def test_the_service_preloads_in_the_background_only_when_asked(saved_world):
 
 def test_the_service_reads_what_a_first_open_needs_before_it_serves(saved_world):
     """A warmed service has read the entities' ids (what the first ``open`` of a process reads:
-    seconds at 10M entities), so forked workers share them; an unwarmed one has not."""
+    seconds at 10M entities) and the spellers' letters, so forked workers share them; an
+    unwarmed one has not."""
     cold = WorldService.open(saved_world, warm=False)
     assert "local" not in cold.web.world.entities.__dict__
+    assert "_letters" not in cold.web.linker.speller.__dict__
     warm = WorldService.open(saved_world)
     assert {"local", "type_code"} <= set(warm.web.world.entities.__dict__)
+    assert "_letters" in warm.web.linker.speller.__dict__ and "_letters" in warm.web._speller.__dict__
     url = warm.search("festival", k=1)["results"][0]["url"]
     assert warm.open_url(url)["page"] == cold.open_url(url)["page"]

@@ -378,6 +378,43 @@ class Strings(Sequence):
         i = bisect.bisect_left(window, x)
         return a + i if i < len(window) and window[i] == x else -1
 
+    def isin(self, xs: Sequence[str]) -> np.ndarray:
+        """Which of ``xs`` a sorted column holds: ``[self.find(x) >= 0 for x in xs]`` in array
+        operations. Each string's rows are narrowed by its first 8 bytes as in :meth:`find`;
+        the rows of all the windows are taken in one call, and only rows whose first 8 bytes
+        and length are the string's are compared whole (hundreds of strings in about a
+        millisecond, where :meth:`find` costs 3-5 us each)."""
+        enc = [x.encode() for x in xs]
+        hit = np.zeros(len(enc), bool)
+        if not enc or not len(self):
+            return hit
+        keys = np.frombuffer(b"".join(b[:8].ljust(8, b"\0") for b in enc), ">u8").astype(np.uint64)
+        step, stride_keys = self.STRIDE, self.prefix_keys
+        before, after = stride_keys.searchsorted(keys, "left"), stride_keys.searchsorted(keys, "right")
+        lo = np.where(before > 0, (before - 1) * step + 1, 0)
+        width = np.maximum(np.minimum(after * step, len(self)) - lo, 0)
+        owner = np.repeat(np.arange(len(enc)), width)
+        rows = np.repeat(lo - (np.cumsum(width) - width), width) + np.arange(len(owner))
+        got = self.arr.take(int64_array(rows))
+        if isinstance(got, pa.ChunkedArray):
+            got = got.combine_chunks()
+        _, offsets, data = got.buffers()
+        offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(got.type) else np.int32)
+        offsets = offsets[got.offset : got.offset + len(got) + 1]
+        size = np.array([len(b) for b in enc], np.int64)
+        same = np.flatnonzero(np.diff(offsets) == size[owner])  # rows as long as the string they may be
+        if not len(same):
+            return hit
+        # each row's first 8 bytes (and whatever follows a shorter row, masked off), gathered at once
+        padded = np.concatenate([np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8), _ZERO8])
+        eight = np.lib.stride_tricks.as_strided(padded, (len(padded) - 7, 8), (1, 1), writeable=False)
+        first = np.ascontiguousarray(eight[offsets[same]]).view(">u8").ravel()
+        same = same[(first & _MASKS[np.minimum(size[owner[same]], 8)]) == keys[owner[same]]]
+        for i in same.tolist():  # (the same first 8 bytes and length: compared whole when longer)
+            if not hit[owner[i]] and (size[owner[i]] <= 8 or got[i].as_py() == xs[owner[i]]):
+                hit[owner[i]] = True
+        return hit
+
     def _window(self, a: int, b: int) -> list[str] | None:
         """Rows [a, b) read in one call, when they are few (a narrowed range is at most two
         strides, unless many strings share their first 8 bytes): one slice costs about what
@@ -401,6 +438,9 @@ class Strings(Sequence):
 
 
 _SHIFTS = np.arange(56, -1, -8, dtype=np.uint64)
+_ZERO8 = np.zeros(8, np.uint8)
+# _MASKS[n]: the first n of 8 big-endian bytes
+_MASKS = np.array([((1 << 64) - 1) ^ ((1 << (64 - 8 * n)) - 1) for n in range(9)], np.uint64)
 
 
 def _prefix_key(x: str) -> np.uint64:
