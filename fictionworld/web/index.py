@@ -282,8 +282,8 @@ class TantivyIndex:
             either = self._union(rare), self._union(common)
             hits = self._top(t.Query.boolean_query([(must, either[0]), (should, either[1])]), n, hide)
             if len(hits) < n or hits[-1][0] <= self._bound(common):
-                # The best n pages by the common clauses alone (a plain union, which tantivy
-                # prunes by block), less those already in ``hits``. Enough: each page dropped
+                # The best n pages by the common clauses alone (a plain union, every posting
+                # read: tantivy-py does not prune), less those already in ``hits``. Enough: each page dropped
                 # outranks every common-only page below the n; a page with a rare clause not in
                 # ``hits`` scores below the n-th of ``hits`` (its common part lower still).
                 # Only pages reaching a floor can matter: the n-th of ``hits``, and the n-th

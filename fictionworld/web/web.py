@@ -331,8 +331,8 @@ class Web:
         # MAX_FETCH short of n shown pages: the pages left out do not count against it, so the
         # search reaches further down the ranking and finds more (the old answer a prefix of
         # the new one).
-        # Not from the first fetch: a clause that leaves pages out ends tantivy's pruning of a
-        # union by block, which costs every query (README, "Hidden layers left out in the
+        # Not from the first fetch: a clause that leaves pages out costs every query (each page
+        # matched is sought in the layer's postings; README, "Hidden layers left out in the
         # engine"). (A fetch's length changes the top n only where scores tied to four
         # decimals, ordered by page id, straddle its end.)
         fetch = max(20, 2 * n)
