@@ -253,6 +253,50 @@ def test_the_covers_of_a_common_union_find_its_best_pages_above_a_floor(world, w
         assert covered == 300 and fewer > 40, (covered, fewer)
 
 
+@pytest.mark.parametrize("way", ["covers at any cost", "probes"])
+def test_a_raised_floor_keeps_a_cover_that_reaches_just_above_it(way, tmp_path, monkeypatch):
+    """The floor a found page sets, to the hundredth: on an index whose scores lie dense (12
+    title words and 60 body words on 3,000 pages of random lengths), cases built so that the
+    cover asked first (the clause on fewer pages) finds n pages whose n-th scores less than
+    0.01 below the best page of the other clause, a page that does not hold the first. That
+    cover must still be asked and its page found: a floor raised 0.01 past the n-th, or a
+    cover's reach taken 0.01 short, loses it, which the generated worlds (their scores few and
+    far apart) never show."""
+    import fictionworld.web.index as index_module
+    from fictionworld.web.index import TantivyIndex
+
+    rng = np.random.default_rng(5)
+    titles = "amber birch cedar delta ember fjord grove heron inlet juniper kestrel lark".split()
+    bodies = titles + [f"{w}{end}" for end in ("stone", "wood", "field", "mere") for w in titles]
+    docs = [
+        (" ".join(rng.choice(titles, int(rng.integers(1, 7)))), " ".join(rng.choice(bodies, int(rng.integers(3, 21)))))
+        for _ in range(3_000)
+    ]
+    ix = TantivyIndex.build(docs, tmp_path / "dense")
+    monkeypatch.setattr(index_module, "_COVER_COST", 1e9 if way == "covers at any cost" else 0.0)
+    monkeypatch.setattr(index_module, "_PROBE_COST", 1e9)
+    key = lambda h: (h[1].segment_ord, h[1].doc)  # noqa: E731
+    clauses = [("title", ix.analyze(w)[0]) for w in titles] + [("body", ix.analyze(w)[0]) for w in bodies]
+    assert all(ix._field_df(*c) > index_module.common_limit(ix.num_docs) for c in clauses)
+    cases = 0
+    for a, b in [(a, b) for a in clauses for b in clauses if ix._field_df(*a) < ix._field_df(*b)]:
+        holds_a = {key(h) for h in ix._top(ix._clause(*a), ix.num_docs)}
+        best_b = ix._top(ix._clause(*b), 1)[0]
+        if key(best_b) in holds_a:
+            continue
+        whole = ix._top(ix._union([a, b]), ix.num_docs)
+        of_a = [h[0] for h in whole if key(h) in holds_a]
+        for n in [i + 1 for i, s in enumerate(of_a) if 0 < best_b[0] - s < 0.009][:1]:
+            ix._common_top.clear()
+            got = ix._common_above([a, b], index_module._ANY_SCORE, n)
+            assert got is not None and key(best_b) in {key(h) for h in got}, (a, b, n)
+            assert scoring_at_least(got, 0.0) == scoring_at_least(whole[:n], 0.0), (a, b, n)
+            cases += 1
+        if cases >= 60:
+            break
+    assert cases >= 60, cases
+
+
 @pytest.mark.parametrize("limit_by", ["share", "postings"])
 def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, monkeypatch):
     """The search that scores common clauses only where they can change the top n, against

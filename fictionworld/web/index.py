@@ -71,8 +71,11 @@ COMMON_POSTINGS = 5_000
 # there are at most this many covers.
 _MAX_COVER_CLAUSES = 10
 _MAX_COVERS = 24
-# ... and when the pages their rarest clauses lead, times the clauses of the union (each led
-# page seeks in every one; at least 4), are at most this many times the union's postings. At
+# ... and when the pages their rarest clauses lead, times the clauses of the union (at least 4),
+# are at most this many times the union's postings: what a cover costs if every page it leads
+# holds it and is scored in every clause of the union (an upper bound: a led page that does not
+# hold the cover costs about a tenth of that, see _WALK). Fitted when a cover was asked beside
+# the whole union (before the chains of _cover_top), which cost more per page than a chain. At
 # 10M entities (344 queries of bench_search.py that needed the common-only pages of a full top
 # 10, both ways timed with empty caches), the common-only part took p50 10.4 ms by the union,
 # 1.55 ms with this rule (mean 13.7 -> 6.3 ms); using the covers wherever there were at most 24
@@ -395,7 +398,7 @@ class TantivyIndex:
                 found.setdefault((h[1].segment_ord, h[1].doc), h)
             if len(found) >= n:
                 nth = sorted((h[0] for h in found.values()), reverse=True)[n - 1]
-                floor = max(floor, nth * (1 - 1e-5) - 1e-5)  # (narrowed for float rounding)
+                floor = max(floor, nth)  # (narrowed for float rounding)
         return sorted(found.values(), key=lambda h: (-h[0], h[1].segment_ord, h[1].doc))[:n]
 
     def _cover_top(self, common, cover: list[tuple[str, str]], n: int, hide: tuple[str, ...]) -> list:
