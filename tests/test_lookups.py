@@ -193,7 +193,7 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
 def test_strings_read_every_index_as_a_list_does(seed):
     """``strings[i]`` of a chunked column (empty chunks first, between and last, sliced chunks,
     large_string) against the same list indexed by ``i``: every row, every negative index, and
-    IndexError just past either end."""
+    IndexError just past either end; ``take`` of rows in any order, repeated, against the list."""
     from fictionworld.web.arrow import Strings
 
     rng = np.random.default_rng(seed)
@@ -213,6 +213,9 @@ def test_strings_read_every_index_as_a_list_does(seed):
         for bad in (len(values), -len(values) - 1):
             with pytest.raises(IndexError):
                 s[bad]
+        rows = rng.integers(0, len(values), 40).tolist() if values else []
+        assert s.take(rows) == [values[i] for i in rows] and s.take([]) == []
+        assert s.take(sorted(rows)) == [values[i] for i in sorted(rows)]
 
 
 def test_numpy_of_reads_fixed_width_columns_as_to_numpy_does():

@@ -354,7 +354,25 @@ class Strings(Sequence):
     __hash__ = None  # type: ignore[assignment]
 
     def take(self, rows) -> list[str]:
-        return self.arr.take(int64_array(rows)).to_pylist()
+        return self._take(np.asarray(rows, np.int64)).to_pylist()
+
+    def _take(self, rows: np.ndarray) -> pa.Array:
+        """Rows ``rows`` as one array, taken chunk by chunk from a chunked column (a
+        ``ChunkedArray.take`` may first join its chunks: a copy of the whole column)."""
+        if self._chunks is None:
+            return self.arr.take(int64_array(rows))
+        if not len(rows) or not self._chunks:
+            return self._chunks[0].slice(0, 0) if self._chunks else pa.array([], self.arr.type)
+        starts = np.asarray(self._starts, np.int64)
+        order = np.argsort(rows, kind="stable")
+        chunk = np.searchsorted(starts, rows[order], "right") - 1
+        cuts = np.flatnonzero(np.r_[True, chunk[1:] != chunk[:-1], True])
+        parts = [
+            self._chunks[int(chunk[a])].take(int64_array(rows[order[a:b]] - starts[chunk[a]]))
+            for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())
+        ]
+        got = pa.concat_arrays(parts)
+        return got.take(int64_array(np.argsort(order, kind="stable")))  # (back in the order asked)
 
     def bisect_left(self, x: str, lo: int = 0, hi: int | None = None) -> int:
         """``bisect.bisect_left(self, x, lo, hi)`` of a sorted column, faster."""
@@ -395,9 +413,7 @@ class Strings(Sequence):
         width = np.maximum(np.minimum(after * step, len(self)) - lo, 0)
         owner = np.repeat(np.arange(len(enc)), width)
         rows = np.repeat(lo - (np.cumsum(width) - width), width) + np.arange(len(owner))
-        got = self.arr.take(int64_array(rows))
-        if isinstance(got, pa.ChunkedArray):
-            got = got.combine_chunks()
+        got = self._take(rows)
         _, offsets, data = got.buffers()
         offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(got.type) else np.int32)
         offsets = offsets[got.offset : got.offset + len(got) + 1]
