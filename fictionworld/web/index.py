@@ -398,7 +398,7 @@ class TantivyIndex:
                 found.setdefault((h[1].segment_ord, h[1].doc), h)
             if len(found) >= n:
                 nth = sorted((h[0] for h in found.values()), reverse=True)[n - 1]
-                floor = max(floor, nth)  # (narrowed for float rounding)
+                floor = max(floor, nth * (1 - 1e-5) - 1e-5)  # (narrowed for float rounding)
         return sorted(found.values(), key=lambda h: (-h[0], h[1].segment_ord, h[1].doc))[:n]
 
     def _cover_top(self, common, cover: list[tuple[str, str]], n: int, hide: tuple[str, ...]) -> list:
