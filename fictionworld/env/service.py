@@ -217,7 +217,7 @@ class WorldService:
         """One search and one page opened now, in the process that forks the workers (what it
         reads is theirs too): the first page opened in a process reads the entities' ids, 2.0 s
         at 10M entities (0.8 s reading the column, 0.9 s checking and parsing it), which every
-        worker's first ``open`` paid. The spellers' letters are read too (60 ms at 10M)."""
+        worker's first ``open`` paid. The spellers' letters are read too (35-38 ms each at 10M)."""
         web = self.web
         web.linker, web._speller, web._article_of  # noqa: B018 (built on first use)
         web.linker.speller._letters, web._speller._letters  # noqa: B018

@@ -10,10 +10,8 @@ the one case where tantivy's merge of segments does not keep it).
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +28,7 @@ from fictionworld.web.index_files import (
     join_common_terms,
     order_segments,
     read_common_best,
+    write_common_best,
     write_json,
     write_pid_runs,
 )
@@ -253,7 +252,7 @@ class TantivyIndex:
         reach a floor (the n-th page's score, or a common clause's own n-th best, which n pages
         of the union reach) by the covers of :meth:`_common_above`, else all of them by a plain
         union. The result is the
-        exact top ``n`` of the whole query (``tests/test_web_search.py`` compares it with one
+        exact top ``n`` of the whole query (``tests/test_search_exactness.py`` compares it with one
         unpruned query): a page scores (rare clauses) + (common clauses) either way, and each
         list keeps tied pages as one query over the whole index does."""
         t = self._t
@@ -496,23 +495,3 @@ class TantivyIndex:
 # ``TantivyIndex.build`` takes (title, body, layer) triples: a backend factory marked ``layered``
 # gets each page's layer (:meth:`Web.build <fictionworld.web.Web.build>`); others get pairs.
 TantivyIndex.build.__func__.layered = True  # type: ignore[attr-defined]
-
-
-def write_common_best(index: TantivyIndex, candidates: dict[str, list[str]] | None = None) -> None:
-    """Write :data:`COMMON_BEST` beside ``index``: the page count and best score of each of its
-    common clauses, among ``candidates`` (field -> terms; default: every term of the index).
-    The scans run in two threads (tantivy searches without the GIL)."""
-    assert index.path is not None
-    limit = common_limit(index.num_docs)
-    if candidates is None:
-        candidates = frequent_terms(index.searcher, limit)
-    pages = {(f, w): index._field_df(f, w) for f in ("title", "body") for w in sorted(set(candidates.get(f, ())))}
-    clauses = [c for c, n in pages.items() if n > limit]
-    with ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
-        stats = list(pool.map(index._scan, clauses))
-    table: dict[str, dict[str, list]] = {"title": {}, "body": {}}
-    for (field, token), (best, floors) in zip(clauses, stats):
-        table[field][token] = [pages[field, token], best, list(floors)]
-    write_json(
-        index.path / COMMON_BEST, {"num_docs": index.num_docs, "clauses": table}, sort_keys=True, separators=(",", ":")
-    )

@@ -1,11 +1,13 @@
 """The files a build writes beside a tantivy index's ``meta.json``: which page each document
 is (:data:`PID_RUNS`), and the best score of each common clause (:data:`COMMON_BEST`, joined
-from the shards' :data:`COMMON_TERMS`). :mod:`fictionworld.web.index` reads them."""
+from the shards' :data:`COMMON_TERMS`, written by :func:`write_common_best`).
+:mod:`fictionworld.web.index` reads them."""
 
 from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +194,25 @@ def _open_runs(searcher, path: Path) -> _PidRuns | None:
         if searcher.num_segments != len(segments) or out.pids(ords, docs).tolist() != list(real):
             return None
     return out
+
+
+def write_common_best(index, candidates: dict[str, list[str]] | None = None) -> None:
+    """Write :data:`COMMON_BEST` beside ``index``: the page count and best score of each of its
+    common clauses, among ``candidates`` (field -> terms; default: every term of the index).
+    The scans run in two threads (tantivy searches without the GIL)."""
+    from fictionworld.web.index import common_limit  # (index.py imports this module)
+
+    assert index.path is not None
+    limit = common_limit(index.num_docs)
+    if candidates is None:
+        candidates = frequent_terms(index.searcher, limit)
+    pages = {(f, w): index._field_df(f, w) for f in ("title", "body") for w in sorted(set(candidates.get(f, ())))}
+    clauses = [c for c, n in pages.items() if n > limit]
+    with ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
+        stats = list(pool.map(index._scan, clauses))
+    table: dict[str, dict[str, list]] = {"title": {}, "body": {}}
+    for (field, token), (best, floors) in zip(clauses, stats):
+        table[field][token] = [pages[field, token], best, list(floors)]
+    write_json(
+        index.path / COMMON_BEST, {"num_docs": index.num_docs, "clauses": table}, sort_keys=True, separators=(",", ":")
+    )
