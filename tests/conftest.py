@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,12 @@ def saved_world(world, tmp_path_factory) -> Path:
     world.save(path)
     return path
 
+
+# Under pytest-xdist each worker keeps its Ray clusters to itself: Ray finds "the cluster on this
+# machine" through the newest session recorded in its temporary directory, so a rollout in one
+# worker (``ray.init()`` with no address) would join, and load, a cluster another worker started.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("RAY_TMPDIR", os.path.join(tempfile.gettempdir(), f"ray-{os.environ['PYTEST_XDIST_WORKER']}"))
 
 REQUIRE_EXTRAS = "FICTIONWORLD_REQUIRE_EXTRAS"  # .ci/run sets it: the [test] extra installs verl, trl, torch
 

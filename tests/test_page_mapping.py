@@ -34,7 +34,10 @@ def _vm_flags(path: Path) -> list[set[str]]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's flags in /proc/self/smaps")
-def test_pages_are_mapped_for_random_reads_and_scanned_with_read_ahead(saved_world):
+def test_pages_are_mapped_for_random_reads_and_scanned_with_read_ahead(saved_world, tmp_path):
+    # A copy of its own: the session's world may be mapped already by a test run before in this
+    # process (a pytest-xdist worker runs whole files one after another), and its flags counted too.
+    saved_world = Path(shutil.copytree(saved_world, tmp_path / "w"))
     path = (saved_world / "pages.arrow").resolve()
     pages = PageTable.load(path, "random")
     assert pages.mapped is not None and pages.mapped.access == "random"
