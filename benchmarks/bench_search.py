@@ -162,6 +162,7 @@ def serve(world: str, repeat: int, modes: tuple[str, ...] = ("on-read", "files",
             if "search_tool" in d:
                 print(f"{'':32} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
                 rows = [("world.search (1,200 queries)", d["search_tool"]), ("  then 1,200 unseen queries", d["search_unseen"]),
+                        ("  the 1,200 again, pages kept", d["search_kept"]),
                         ("retrieval (Web.hits)", d["retrieval"]),
                         ("world.open (1,000 pages)", d["open_tool"])] + [(f"  search: {k}", v) for k, v in d["by_kind"].items()]  # fmt: skip
                 for name, m in rows:

@@ -195,3 +195,55 @@ def test_the_index_finds_exact_titles_as_a_table_of_all_titles_would(world):
     assert shared
     for q in titles + variants + shared + ["no such title anywhere", "", "   ", "–"]:
         assert web.index.exact_titles(q) == table.get(fold_phrase(q), []), q
+
+
+# -- result pages asked again ------------------------------------------------------------------
+def _counting(web, monkeypatch) -> list:
+    """A fresh result cache for ``web``, and a list that grows by one per ranking ``search`` runs."""
+    monkeypatch.setattr(web, "_results", {})
+    monkeypatch.setattr(web, "_results_held", 0)
+    asked = []
+    hits = web.hits
+    monkeypatch.setattr(web, "hits", lambda *a, **kw: asked.append(a) or hits(*a, **kw))
+    return asked
+
+
+def test_a_result_page_asked_again_is_kept_and_the_same(world, monkeypatch):
+    web = world.web
+    queries = [world.entities.name[r] for r in _unique_named(world, _codes("person", "company", "film"), 12)]
+    queries += ["films released in 1994", "Rumal Shipyrds founded", "who founded it"]
+    shown = fw.Knobs(distractor_rate=1.0, confusable_rate=1.0, conflict_rate=1.0, snippet_leak_rate=1.0)
+    asks = [(q, k, page, knobs) for q in queries for k, page in ((10, 1), (10, 2), (3, 1)) for knobs in (None, shown)]
+    fresh = Web(world, web.pages, web.index)  # the same web, nothing kept
+    fresh.results_kept = 0
+    want = [fresh.search(q, k, page, knobs) for q, k, page, knobs in asks]
+    asked = _counting(web, monkeypatch)
+    for _ in range(2):
+        got = [web.search(q, k, page, knobs) for q, k, page, knobs in asks]
+        assert got == want and [(g.page, g.last_page) for g in got] == [(w.page, w.last_page) for w in want]
+    assert len(asked) == len(asks)  # each (query, k, page, knobs) ranked once
+    assert any(a != b for a, b in zip(want[0::2], want[1::2]))  # the knobs change what is shown
+    got[0].clear()  # an answer is the caller's own list
+    assert web.search(*asks[0]) == want[0]
+
+
+def test_the_kept_results_are_bounded_and_an_llm_world_models_pages_never_kept(world, monkeypatch):
+    web = world.web
+    asked = _counting(web, monkeypatch)
+    monkeypatch.setattr(web, "results_kept", 25)
+    names = [world.entities.name[r] for r in range(40)]
+    for q in names + names:
+        web.search(q, k=10)
+        assert web._results_held == sum(len(r) for r, _ in web._results.values()) <= 25
+    assert len(asked) == 80  # 25 results hold no more than three pages of ten: every one asked again
+
+    class Written(fw.web.model.TemplateWorldModel):  # any other model writes its own pages
+        name = "written"
+
+    asked.clear()
+    web._results.clear()
+    monkeypatch.setattr(web, "results_kept", 10_000)
+    monkeypatch.setattr(web, "model", Written())
+    for q in names[:5] * 2:
+        web.search(q, k=10)
+    assert len(asked) == 10 and not web._results
