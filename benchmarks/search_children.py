@@ -20,7 +20,7 @@ from fictionworld.web.preload import _libc, mapped_files, preload
 world = fw.World.load(sys.argv[1], verify="on-read")
 world.search("Juopla festival", k=10)
 web = world.web
-web.results_kept = 0  # the engine measured: no result page kept for a query asked again
+web.kept.limit = 0  # the engine measured: no result page kept for a query asked again
 make_queries = latency_queries(web, web.lexicon.names if web.lexicon is not None else world.entities.name)
 queries = make_queries(0) + make_queries(1) + make_queries(2)
 libc = _libc()
@@ -96,7 +96,7 @@ def lat(fn, qs):
     ts = np.array(ts) * 1000
     return {"p50_ms": float(np.percentile(ts, 50)), "p99_ms": float(np.percentile(ts, 99)), "qps": float(len(ts) / (ts.sum() / 1000))}
 
-web.results_kept = 0  # the engine measured: no result page kept for a query asked again
+web.kept.limit = 0  # the engine measured: no result page kept for a query asked again
 for q in queries[:50]: web.search(q, k=10)  # warm the linker and caches
 out["tantivy_engine"] = lat(lambda q: ix.search(ix.analyze(q), 10), queries)
 out["retrieval"] = lat(lambda q: web.hits(q, 10), queries)
@@ -186,7 +186,7 @@ out = {"import_s": t1 - t0, "load_s": t2 - t1, "first_search_s": t3 - t2, "in_pr
 if sys.argv[3] == "1":
     import numpy as np, psutil
     web = world.web
-    web.results_kept = 0  # the engine measured (``by_kind`` asks the queries again); the results kept last
+    web.kept.limit = 0  # the engine measured (``by_kind`` asks the queries again); the results kept last
     names = web.lexicon.names if web.lexicon is not None else world.entities.name
     make_queries = latency_queries(web, names)
     queries = make_queries(0)
@@ -209,7 +209,7 @@ if sys.argv[3] == "1":
     out["retrieval"] = lat(lambda q: web.hits(q, 10), queries)
     out["open_tool"] = lat(lambda u: world.open(u), [web.pages.urls[i] for i in np.random.default_rng(2).choice(len(web.pages), 1000).tolist()])
     from fictionworld.web.web import RESULTS_KEPT
-    web.results_kept = RESULTS_KEPT
+    web.kept.limit = RESULTS_KEPT
     for q in queries: world.search(q, k=10)
     out["search_kept"] = lat(lambda q: world.search(q, k=10), queries)  # each a result page kept
     out["rss_gib"] = psutil.Process().memory_info().rss / 2**30
@@ -341,7 +341,7 @@ def latency_world(directory: str):
 
     world = fw.World.load(directory, verify="on-read")
     web = world.web
-    web.results_kept = 0  # A/B of the engine: the second way must not read the first way's pages
+    web.kept.limit = 0  # A/B of the engine: the second way must not read the first way's pages
     space: dict = {}
     exec(LATENCY_QUERIES, space)
     return world, space["latency_queries"](web, web.lexicon.names if web.lexicon is not None else world.entities.name)

@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 import fictionworld as fw
 from fictionworld.cli import app
 from fictionworld.web import Page, PageNotFound, Web, WebError, format_results
+from fictionworld.web.session import KeptPages
+from fictionworld.web.web import RESULTS_KEPT
 
 SERP = re.compile(r"\[(\d+)\] https://\S+\nTitle: .+\nSnippet: .*\nDate: [A-Z][a-z]{2} \d{1,2}, \d{4}")
 
@@ -200,8 +202,7 @@ def test_the_index_finds_exact_titles_as_a_table_of_all_titles_would(world):
 # -- result pages asked again ------------------------------------------------------------------
 def _counting(web, monkeypatch) -> list:
     """A fresh result cache for ``web``, and a list that grows by one per ranking ``search`` runs."""
-    monkeypatch.setattr(web, "_results", {})
-    monkeypatch.setattr(web, "_results_held", 0)
+    monkeypatch.setattr(web, "kept", KeptPages(RESULTS_KEPT))
     asked = []
     hits = web.hits
     monkeypatch.setattr(web, "hits", lambda *a, **kw: asked.append(a) or hits(*a, **kw))
@@ -215,7 +216,7 @@ def test_a_result_page_asked_again_is_kept_and_the_same(world, monkeypatch):
     shown = fw.Knobs(distractor_rate=1.0, confusable_rate=1.0, conflict_rate=1.0, snippet_leak_rate=1.0)
     asks = [(q, k, page, knobs) for q in queries for k, page in ((10, 1), (10, 2), (3, 1)) for knobs in (None, shown)]
     fresh = Web(world, web.pages, web.index)  # the same web, nothing kept
-    fresh.results_kept = 0
+    fresh.kept.limit = 0
     want = [fresh.search(q, k, page, knobs) for q, k, page, knobs in asks]
     asked = _counting(web, monkeypatch)
     for _ in range(2):
@@ -230,20 +231,20 @@ def test_a_result_page_asked_again_is_kept_and_the_same(world, monkeypatch):
 def test_the_kept_results_are_bounded_and_an_llm_world_models_pages_never_kept(world, monkeypatch):
     web = world.web
     asked = _counting(web, monkeypatch)
-    monkeypatch.setattr(web, "results_kept", 25)
+    web.kept.limit = 25
     names = [world.entities.name[r] for r in range(40)]
     for q in names + names:
         web.search(q, k=10)
-        assert web._results_held == sum(len(r) for r, _ in web._results.values()) <= 25
+        assert web.kept.held == sum(len(r) for r, _ in web.kept.pages.values()) <= 25
     assert len(asked) == 80  # 25 results hold no more than three pages of ten: every one asked again
 
     class Written(fw.web.model.TemplateWorldModel):  # any other model writes its own pages
         name = "written"
 
     asked.clear()
-    web._results.clear()
-    monkeypatch.setattr(web, "results_kept", 10_000)
+    web.kept.pages.clear()
+    web.kept.limit = 10_000
     monkeypatch.setattr(web, "model", Written())
     for q in names[:5] * 2:
         web.search(q, k=10)
-    assert len(asked) == 10 and not web._results
+    assert len(asked) == 10 and not web.kept.pages

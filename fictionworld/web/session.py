@@ -15,7 +15,9 @@ from fictionworld.web.pages import AGENTWORLD_RESULTS, UNDATED_KINDS, Page, Page
 if TYPE_CHECKING:
     from fictionworld.web.web import Web
 
-__all__ = ["WebSession", "SearchCall", "ToolResult", "ToolStatus", "SearchResults", "format_results", "FAULT_TEXT"]
+__all__ = [
+    "WebSession", "SearchCall", "ToolResult", "ToolStatus", "SearchResults", "KeptPages", "format_results", "FAULT_TEXT",
+]  # fmt: skip
 
 FAULT_TEXT = {
     "timeout": "Error: the request timed out after 30 seconds. Please try again.",
@@ -33,6 +35,30 @@ class SearchResults(list):
         super().__init__(results)
         self.page = page
         self.last_page = last_page
+
+
+class KeptPages:
+    """Result pages of :meth:`Web.search <fictionworld.web.Web.search>` kept by key: the rollouts
+    of one GRPO group, and the turns of one agent, ask the same query again and again. At most
+    ``limit`` results in all (0: none kept); past it, the cache starts again. A page kept is a
+    tuple of frozen results; each answer made from it is a list of its own."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.pages: dict[tuple, tuple[tuple[SearchResult, ...], int | None]] = {}
+        self.held = 0  # results in ``pages``
+
+    def get(self, key: tuple, page: int) -> SearchResults | None:
+        kept = self.pages.get(key)
+        return None if kept is None else SearchResults(kept[0], page=page, last_page=kept[1])
+
+    def keep(self, key: tuple, results: list[SearchResult], last_page: int | None) -> None:
+        if self.held + len(results) > self.limit:
+            self.pages.clear()
+            self.held = 0
+        if key not in self.pages:
+            self.held += len(results)
+        self.pages[key] = (tuple(results), last_page)
 
 
 def format_results(

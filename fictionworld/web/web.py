@@ -44,6 +44,7 @@ from fictionworld.web.pages import (
 from fictionworld.web.render import RENDERER, plain_text, render_pages
 from fictionworld.web.session import (  # noqa: F401  (FAULT_TEXT: importable from here too)
     FAULT_TEXT,
+    KeptPages,
     SearchCall,
     SearchResults,
     ToolResult,
@@ -69,10 +70,7 @@ WEB_FORMAT = "fictionworld-web/1"
 MAX_QUERY_CHARS = 1_000
 MAX_PAGE = 100
 COMMON_WORD_PAGES = 25
-# Result pages a Web keeps, counted in results (1.7 KB each at most, measured at 1M): the
-# rollouts of one GRPO group, and the turns of one agent, ask the same query again and again.
-# Past it, the cache starts again.
-RESULTS_KEPT = 20_000
+RESULTS_KEPT = 20_000  # results a Web keeps (KeptPages): 1.7 KB each at most, measured at 1M
 
 
 def web_manifest(world_hash: str, web_spec: dict, pages: int, index: SearchBackend) -> dict:
@@ -112,12 +110,9 @@ class Web:
         self.lexicon = lexicon
         self._tmp = tmp  # keeps an in-memory build's index directory alive
         self.directory: Path | None = None  # the saved world directory it was loaded from
-        # Result pages of the template model, by (query, k, page, knobs): ``search`` is a
-        # function of those alone (the web never changes). ``results_kept`` results at most
-        # (0: none kept; benchmarks of the engine set it).
-        self.results_kept = RESULTS_KEPT
-        self._results: dict[tuple, tuple[tuple[SearchResult, ...], int | None]] = {}
-        self._results_held = 0
+        # Result pages of the template model, by (query, k, page, knobs): ``search`` is a function
+        # of those alone (the web never changes). Benchmarks of the engine set ``kept.limit = 0``.
+        self.kept = KeptPages(RESULTS_KEPT)
 
     # -- building and persistence --------------------------------------------------------
     @classmethod
@@ -390,28 +385,17 @@ class Web:
             raise WebError(f"page must be between 1 and {MAX_PAGE}, not {short_repr(page)}")
         # Kept only for the template model: an LLM world model's pages are its own to write.
         key = None
-        if self.results_kept > 0 and type(self.model) is TemplateWorldModel:
+        if self.kept.limit > 0 and type(self.model) is TemplateWorldModel:
             key = (query, k, page, *(getattr(knobs, f) for f in type(knobs).model_fields))
-            kept = self._results.get(key)
+            kept = self.kept.get(key, page)
             if kept is not None:
-                return SearchResults(kept[0], page=page, last_page=kept[1])
+                return kept
         hits = self.hits(query, k * page, knobs)
         last_page = -(-len(hits) // k) if len(hits) < k * page else None  # the ranking ran out
         results = self.model.render_results(self, query, hits[(page - 1) * k :], knobs)
         if key is not None:
-            self._keep(key, tuple(results), last_page)
+            self.kept.keep(key, results, last_page)
         return SearchResults(results, page=page, last_page=last_page)
-
-    def _keep(self, key: tuple, results: tuple[SearchResult, ...], last_page: int | None) -> None:
-        """One result page into the cache of :meth:`search` (emptied first where it would hold
-        more than ``results_kept`` results). The results are frozen models, shared by every
-        answer; each answer is a list of its own."""
-        if self._results_held + len(results) > self.results_kept:
-            self._results.clear()
-            self._results_held = 0
-        if key not in self._results:
-            self._results_held += len(results)
-        self._results[key] = (results, last_page)
 
     def open(self, url: str, knobs: Knobs | None = None) -> Page | PageNotFound:
         """The page at ``url`` (``?page=N`` selects a directory page), or PageNotFound for a
