@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+import machine  # (beside this script: its directory is on sys.path when run)
+
 CHILD = r"""
 import gc, json, resource, sys, time, tempfile
 import numpy as np
@@ -195,6 +197,7 @@ def full(args) -> None:
                     from pathlib import Path
 
                     Path(keep).parent.mkdir(parents=True, exist_ok=True)
+                before = machine.calibrate()
                 res = subprocess.run(
                     [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or "",
                      keep, "0" if args.no_validate else "1"],  # fmt: skip
@@ -205,6 +208,7 @@ def full(args) -> None:
                     sys.exit(f"full build at {n} with {w} workers failed (exit {res.returncode})")
                 r = json.loads(res.stdout.strip().splitlines()[-1])
                 r["repeat"] = rep + 1
+                r["calibration_ms"] = [before, machine.calibrate()]
                 walls[w].append(r["wall_s"])
                 rows.append(r)
                 _print_full(r, w)
@@ -260,6 +264,9 @@ def _print_full(r: dict, w: int) -> None:
           + (f"; peak during the build: its directory {p['disk_tree'] / 2**30:.2f} GiB at {p.get('disk_tree_at_s', 0):.0f} s "
              f"(read every 2 s), its filesystem {p['disk_fs'] / 2**30:.2f} GiB above the start at {p.get('disk_fs_at_s', 0):.0f} s "
              "(every 0.5 s: files removed while still open count until closed)" if "disk_tree" in p else ""))  # fmt: skip
+    if "calibration_ms" in r:
+        a, b = r["calibration_ms"]
+        print(f"  machine: calibration {a:.1f} ms right before the build, {b:.1f} ms right after (benchmarks/machine.py)")
 
 
 def main() -> None:
@@ -278,6 +285,7 @@ def main() -> None:
                     "counts interleaved, and print the median walls and their speed-up")
     ap.add_argument("--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)")
     args = ap.parse_args()
+    print(machine.line(), flush=True)  # figures of different days compare only through it
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     if args.full:

@@ -33,7 +33,8 @@ import subprocess
 import sys
 from statistics import median
 
-from search_children import (  # (beside this script: its directory is on sys.path)
+import machine  # (these two beside this script: its directory is on sys.path)
+from search_children import (
     CHILD,
     COLD_CHILD,
     ENGINE_CHILD,
@@ -168,6 +169,9 @@ def serve(world: str, repeat: int, modes: tuple[str, ...] = ("on-read", "files",
                 for name, m in rows:
                     print(f"{name:32} {m['p50_ms']:9.3f} {m['p99_ms']:9.3f} {m['max_ms']:9.1f}")
                 print(f"RSS after the queries: {d['rss_gib']:.2f} GiB")
+                c = sorted(d["calibration_ms"])
+                print(f"machine during the queries (this process, its core; every 300 queries): calibration min {c[0]:.1f}, "
+                      f"median {median(c):.1f}, max {c[-1]:.1f} ms over {len(c)} (lower is faster; benchmarks/machine.py)")  # fmt: skip
                 print(json.dumps(d), file=sys.stderr)
 
 
@@ -211,6 +215,7 @@ def main() -> None:
     ap.add_argument("--preload", action="store_true", help="with --world: Web.preload (as `fictionworld serve` runs "
                     "it) or not, blocks of queries alternated in one process; latency and page faults")
     args = ap.parse_args()
+    print(machine.line(), flush=True)  # figures of different days compare only through it
     if args.world and args.preload:
         preload_ab(args.world, args.repeat)
         return
