@@ -9,6 +9,7 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
     python benchmarks/bench_search.py --world DIR --hidden   # hidden layers: left out in the engine or struck out
     python benchmarks/bench_search.py --world DIR --evict --verify on-read files   # first answers from disk
     python benchmarks/bench_search.py --world DIR --preload  # Web.preload or not, alternated in one process
+    python benchmarks/bench_search.py --world DIR --by-speed --repeat 2   # by the machine's speed (machine.py)
 
 ``--world`` times a fresh process from its start to its first answer, opening the world as a
 server does (``verify="on-read"``: lazily read tables, each data file's digest checked before
@@ -35,6 +36,7 @@ from statistics import median
 
 import machine  # (these two beside this script: its directory is on sys.path)
 from search_children import (
+    BY_SPEED_CHILD,
     CHILD,
     COLD_CHILD,
     ENGINE_CHILD,
@@ -175,6 +177,27 @@ def serve(world: str, repeat: int, modes: tuple[str, ...] = ("on-read", "files",
                 print(json.dumps(d), file=sys.stderr)
 
 
+def by_speed(world: str, repeat: int) -> None:
+    """``world.search`` over the latency runs' first 1,200 queries and 1,200 unseen ones, in
+    fresh processes, the machine's calibration (``machine.py``, one pass) taken every 50
+    queries: each block of 50 is timed with the machine's speed on both sides of it. This
+    machine's speed swings 1.6x within minutes, so besides every query, the blocks where it ran
+    at its fastest (both samples within 12 % of the run's fastest) and at its slowest (both 35 %
+    or more above it) are given apart. Only the public API is used: with PYTHONPATH set to
+    another checkout, its code is timed the same way (on a world it can read)."""
+    print(f"== {world}: world.search by the machine's speed (fresh process each; one core; blocks of 50) ==")
+    for run in range(repeat):
+        d = _child(LATENCY_QUERIES + BY_SPEED_CHILD, world)
+        for name in ("first", "unseen"):
+            r = d[name]
+            parts = []
+            for part, label in (("all", "every query"), ("fast", "at its fastest"), ("slow", "slow blocks")):
+                m = r[part]
+                parts.append(f"{label} ({m['n']:,}) " + (f"p50 {m['p50_ms']:.2f} / p99 {m['p99_ms']:.1f} ms" if m["n"] else "none"))
+            print(f"run {run + 1}, {name:6}: fastest calibration {r['fastest_ms']:.1f} ms; " + "; ".join(parts))
+        print(json.dumps(d), file=sys.stderr)
+
+
 def preload_ab(world: str, repeat: int, blocks: tuple[int, ...] = (600, 50)) -> None:
     """``Web.preload`` (what each worker of ``fictionworld serve --preload`` runs once it
     starts) against none, in one process: 3,600 queries in blocks, this process's page-table
@@ -214,8 +237,13 @@ def main() -> None:
                     "cache before each fresh process (its first answer from disk; no query timings)")
     ap.add_argument("--preload", action="store_true", help="with --world: Web.preload (as `fictionworld serve` runs "
                     "it) or not, blocks of queries alternated in one process; latency and page faults")
+    ap.add_argument("--by-speed", action="store_true", help="with --world: world.search timed in blocks of 50 "
+                    "queries with the machine's speed between them; every query, and the blocks at its fastest")
     args = ap.parse_args()
     print(machine.line(), flush=True)  # figures of different days compare only through it
+    if args.world and args.by_speed:
+        by_speed(args.world, args.repeat)
+        return
     if args.world and args.preload:
         preload_ab(args.world, args.repeat)
         return
