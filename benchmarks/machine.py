@@ -1,17 +1,19 @@
-"""What machine a benchmark ran on, and how fast it ran plain Python that day.
+"""What machine a benchmark ran on, and how fast it ran plain Python then.
 
     python benchmarks/machine.py          # one line: the CPU, and the calibration's time
 
-Figures taken on different days are not comparable on their own: the same code, on the same
-world, read a 1M ``world.search`` p50 of 0.97-0.99 ms on 2026-11-27 and 2.01-2.58 ms on
-2026-11-28 (the code of a9631d6 both days; README, "Where search stands"). The benchmarks print
+Figures taken on different days are not comparable on their own. The same code (a9631d6's), on
+the same world, read a 1M ``world.search`` p50 of 0.97-0.99 ms on 2026-11-27 and 1.83-1.87 ms
+on 2026-11-28, even in that day's fastest spells; and on 2026-11-28 this machine's speed swung
+1.6-1.8x within minutes (README, "This machine's speed is not constant"). The benchmarks print
 this line beside their figures, so that a reader can tell a slower machine from slower code.
 
 The calibration is a fixed piece of work of the kinds a search spends its time on, none of it
 this project's code: Python bytecode over dicts, lists and strings; a regular expression with
 look-behinds over prose (like the snippets' sentence breaks); NumPy calls on small arrays (like
-the linker's). Its time is the best of several runs, in milliseconds (lower is faster). It needs
-no world and takes about a second.
+the linker's). Its time is the best of several passes, in milliseconds (lower is faster). It
+needs no world and takes a quarter of a second. It is CPU work only: a change in memory or disk
+speed would not show in it.
 """
 
 from __future__ import annotations
@@ -72,31 +74,25 @@ def calibrate(repeat: int = 5) -> float:
 
 
 def cpu() -> str:
-    """The CPU's model name and clock as Linux reports them (else the platform's word for it),
-    and the CPUs this process may run on."""
-    model, mhz = platform.processor() or platform.machine(), ""
+    """The CPU's model name and clock as Linux reports them for the first CPU (else the
+    platform's word for it), and the CPUs this process may run on."""
+    found = {}
     try:
         with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and not mhz:
-                    model = value.strip()
-                elif key.strip() == "cpu MHz" and not mhz:
-                    mhz = f", {float(value):.0f} MHz"
+            for row in f:
+                key, _, value = row.partition(":")
+                found.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    model = found.get("model name") or platform.processor() or platform.machine()
+    mhz = f", {float(found['cpu MHz']):.0f} MHz" if "cpu MHz" in found else ""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"{model}{mhz}, {cpus} CPUs"
 
 
-def describe() -> dict:
-    """The machine line's parts, for a benchmark's JSON."""
-    return {"cpu": cpu(), "calibration_ms": round(calibrate(), 1)}
-
-
-def line(d: dict | None = None) -> str:
-    d = describe() if d is None else d
-    return f"machine: {d['cpu']}; calibration {d['calibration_ms']:.1f} ms (benchmarks/machine.py; lower is faster)"
+def line() -> str:
+    """The machine line the benchmarks print first."""
+    return f"machine: {cpu()}; calibration {calibrate():.1f} ms (benchmarks/machine.py; lower is faster)"
 
 
 if __name__ == "__main__":
