@@ -187,7 +187,7 @@ def by_speed(world: str, repeat: int) -> None:
     another checkout, its code is timed the same way (on a world it can read)."""
     print(f"== {world}: world.search by the machine's speed (fresh process each; one core; blocks of 50) ==")
     for run in range(repeat):
-        d = _child(LATENCY_QUERIES + BY_SPEED_CHILD, world)
+        d = _child(BY_SPEED_CHILD, world)
         for name in ("first", "unseen"):
             r = d[name]
             parts = []

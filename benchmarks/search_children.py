@@ -338,19 +338,9 @@ print(json.dumps({"first_answer_s": first_answer, "p50_ms": float(np.percentile(
 BY_SPEED_CHILD = ONE_CORE + BESIDE + r"""
 import json, sys, time
 import numpy as np
-import fictionworld as fw
 import machine
-# Only the public API, so that another checkout's code can be timed too (PYTHONPATH=its tree):
-# older ones have no verify="on-read" and keep no result pages.
-try:
-    world = fw.World.load(sys.argv[1], verify="on-read")
-except ValueError:
-    world = fw.World.load(sys.argv[1], verify="files")
-web = world.web
-if hasattr(web, "kept"):
-    web.kept.limit = 0
-lexicon = getattr(web, "lexicon", None)
-make_queries = latency_queries(web, lexicon.names if lexicon is not None else world.entities.name)
+from search_children import latency_world  # (another checkout's code too: PYTHONPATH=its tree)
+world, make_queries = latency_world(sys.argv[1])
 world.search("Juopla festival", k=10)
 BLOCK, CLOSE, FAR = 50, 1.12, 1.35
 out = {}
@@ -375,9 +365,11 @@ print(json.dumps(out))
 
 
 def latency_world(directory: str):
-    """The start of an in-process A/B benchmark (``bench_index_ab.py``, ``bench_results.py``):
-    this process pinned to one core, the world at ``directory`` loaded as a server loads it
-    (``verify="on-read"``), and the latency queries' maker (:data:`LATENCY_QUERIES`)."""
+    """The start of an in-process A/B benchmark (``bench_index_ab.py``, ``bench_results.py``)
+    and of ``--by-speed``: this process pinned to one core, the world at ``directory`` loaded as
+    a server loads it (``verify="on-read"``), and the latency queries' maker
+    (:data:`LATENCY_QUERIES`). Public API only, so that another checkout's code loads it too
+    (older ones have no ``"on-read"``, keep no result pages and may have no lexicon)."""
     import os
 
     try:
@@ -386,9 +378,14 @@ def latency_world(directory: str):
         pass
     import fictionworld as fw
 
-    world = fw.World.load(directory, verify="on-read")
+    try:
+        world = fw.World.load(directory, verify="on-read")
+    except ValueError:
+        world = fw.World.load(directory, verify="files")
     web = world.web
-    web.kept.limit = 0  # A/B of the engine: the second way must not read the first way's pages
+    if hasattr(web, "kept"):
+        web.kept.limit = 0  # A/B of the engine: the second way must not read the first way's pages
+    lexicon = getattr(web, "lexicon", None)
     space: dict = {}
     exec(LATENCY_QUERIES, space)
-    return world, space["latency_queries"](web, web.lexicon.names if web.lexicon is not None else world.entities.name)
+    return world, space["latency_queries"](web, lexicon.names if lexicon is not None else world.entities.name)
