@@ -111,8 +111,8 @@ def test_a_raised_floor_keeps_a_cover_that_reaches_just_above_it(way, tmp_path, 
 @pytest.mark.parametrize("limit_by", ["share", "postings"])
 def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, monkeypatch):
     """The search that scores common clauses only where they can change the top n, against
-    one unpruned query of every clause (rare and common as two sub-queries, so that each page's
-    score is summed the same way): same pages, same scores, float for float, at every depth;
+    one unpruned query of every clause (a chain of unions of two, so that each page's score is
+    added left to right, the rare clauses' union first, as the search adds it): same pages, same scores, float for float, at every depth;
     every way out of the pruned search occurs (the bound met; the common-only pages found by
     the union of the common clauses, or by the covers that can reach the n-th page, or a
     common clause's n-th score where fewer than n pages hold a rare one or it is higher).
@@ -142,11 +142,15 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
             tokens = [x for x in tokens if ix.doc_freq(x) <= COMMON_SHARE * n_docs] or tokens
         clauses = [(f, t) for t in tokens for f in ("title", "body")]
         common = [c for c in clauses if searcher.doc_freq(*c) > limit]
-        groups = [g for g in ([c for c in clauses if c not in common], common) if g]
-        union = lambda cs: T.Query.boolean_query([(T.Occur.Should, clause(*c)) for c in cs])  # noqa: E731
-        query = union(groups[0]) if len(groups) == 1 else T.Query.boolean_query(
-            [(T.Occur.Should, union(g)) for g in groups]
-        )  # fmt: skip
+        rare = [c for c in clauses if c not in common]
+        # Every page of every clause, its score added left to right: the rare clauses' union,
+        # then each common clause (a union of two sums the same float either way round).
+        parts = ([T.Query.boolean_query([(T.Occur.Should, clause(*c)) for c in rare])] if rare else []) + [
+            clause(*c) for c in common
+        ]
+        query = parts[0]
+        for part in parts[1:]:
+            query = T.Query.boolean_query([(T.Occur.Should, query), (T.Occur.Should, part)])
         hits = searcher.search(query, limit=n, count=False).hits
         scores = np.array([h[0] for h in hits], np.float32)
         pids = np.array(searcher.fast_field_values("pid", [h[1] for h in hits]), np.int64)
