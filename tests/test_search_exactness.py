@@ -143,14 +143,19 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
         clauses = [(f, t) for t in tokens for f in ("title", "body")]
         common = [c for c in clauses if searcher.doc_freq(*c) > limit]
         rare = [c for c in clauses if c not in common]
-        # Every page of every clause, its score added left to right: the rare clauses' union,
-        # then each common clause (a union of two sums the same float either way round).
-        parts = ([T.Query.boolean_query([(T.Occur.Should, clause(*c)) for c in rare])] if rare else []) + [
-            clause(*c) for c in common
-        ]
-        query = parts[0]
-        for part in parts[1:]:
-            query = T.Query.boolean_query([(T.Occur.Should, query), (T.Occur.Should, part)])
+        union = lambda cs: T.Query.boolean_query([(T.Occur.Should, clause(*c)) for c in cs])  # noqa: E731
+        forms.append(
+            "one kind" if not (rare and common) else "added" if len(common) <= index_module._MAX_ADDED else "union"
+        )
+        if forms[-1] == "union":  # rare + (c1 + c2 ...): two sub-queries
+            query = T.Query.boolean_query([(T.Occur.Should, union(rare)), (T.Occur.Should, union(common))])
+        else:
+            # Every page of every clause, its score added left to right: the rare clauses'
+            # union, then each common clause (a union of two sums the same float either way round).
+            parts = ([union(rare)] if rare else []) + [clause(*c) for c in common]
+            query = parts[0]
+            for part in parts[1:]:
+                query = T.Query.boolean_query([(T.Occur.Should, query), (T.Occur.Should, part)])
         hits = searcher.search(query, limit=n, count=False).hits
         scores = np.array([h[0] for h in hits], np.float32)
         pids = np.array(searcher.fast_field_values("pid", [h[1] for h in hits]), np.int64)
@@ -194,8 +199,10 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
 
     ix._top, ix._bound, ix._common_above, ix._floor = top, bound, above, floor
     rng = np.random.default_rng(11)
-    cover_cost = index_module._COVER_COST
-    ways = {"one query": 0, "bound met": 0, "merged": 0, "covers": 0, "covers above a clause's floor": 0}
+    cover_cost, max_added = index_module._COVER_COST, index_module._MAX_ADDED
+    ways = {"one query": 0, "bound met": 0, "merged": 0, "covers": 0, "covers above a clause's floor": 0,
+            "common clauses added one at a time": 0, "common clauses as one union": 0}  # fmt: skip
+    forms = []  # how the unpruned query of each search added a page's clauses
     try:
         for i in range(600):
             tokens = [str(x) for x in rng.choice(rare, int(rng.integers(1, 3)))]
@@ -210,6 +217,9 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
             # a third of the queries take the covers wherever there are some, however costly; a
             # third find them by probes only (the covers left always dearer than the union)
             monkeypatch.setattr(index_module, "_COVER_COST", (cover_cost, 1e9, 0.0)[i % 3])
+            # and the common clauses are added to the rare-first query one at a time, or as a
+            # union past a limit lowered to 0 or 1 (these queries hold at most 4 common clauses)
+            monkeypatch.setattr(index_module, "_MAX_ADDED", (max_added, 0, 1, max_added, max_added)[i % 5])
             calls.clear()
             bounds.clear()
             covered.clear()
@@ -221,6 +231,8 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
             way = "covers" if any(covered) else "merged" if len(calls) >= 2 else "bound met" if bounds else "one query"
             ways[way] += 1
             ways["covers above a clause's floor"] += any(floored)
+            ways["common clauses added one at a time"] += forms[-1] == "added"
+            ways["common clauses as one union"] += forms[-1] == "union"
     finally:
         ix._top, ix._bound, ix._common_above, ix._floor = real_top, real_bound, real_above, real_floor
     assert min(ways.values()) > 20, ways
