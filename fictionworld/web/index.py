@@ -252,9 +252,10 @@ class TantivyIndex:
         Clauses on more pages than :func:`common_limit` allows (the body clause of "born",
         "film", "founded"; at 10M entities, of a first name) would cost most of the time. So
         the pages holding a rarer clause are ranked first, their common clauses added to their
-        score one at a time (:meth:`_added`). A page with common clauses only scores at most the sum of those clauses' best
-        scores (written by the build, :data:`COMMON_BEST`; else found once per clause and
-        cached): when the n-th page already beats that bound, the answer is final. Else the
+        score one at a time (:meth:`_added`). A page with common clauses only scores at most the
+        sum of those clauses' best scores (written by the build, :data:`COMMON_BEST`; else found
+        once per clause and cached): when the n-th page already beats that bound, the answer is
+        final. Else the
         pages with common clauses only are ranked too, and the two lists merged: those that can
         reach a floor (the n-th page's score, or a common clause's own n-th best, which n pages
         of the union reach) by the covers of :meth:`_common_above`, else all of them by a plain
