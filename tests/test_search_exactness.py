@@ -112,7 +112,8 @@ def test_a_raised_floor_keeps_a_cover_that_reaches_just_above_it(way, tmp_path, 
 def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, monkeypatch):
     """The search that scores common clauses only where they can change the top n, against
     one unpruned query of every clause (a chain of unions of two, so that each page's score is
-    added left to right, the rare clauses' union first, as the search adds it): same pages, same scores, float for float, at every depth;
+    added left to right, the rare clauses' union first, as the search adds it): same pages,
+    same scores, float for float, at every depth;
     every way out of the pruned search occurs (the bound met; the common-only pages found by
     the union of the common clauses, or by the covers that can reach the n-th page, or a
     common clause's n-th score where fewer than n pages hold a rare one or it is higher).
