@@ -63,7 +63,7 @@ COMMON_CLAUSE = 0.005
 # 0.5 % of the 25.6M pages, yet scoring it whole took most of a search; routed the common way
 # (its best pages found once per process, cached), queries asked before took the engine p50
 # 0.93 ms instead of 3.57 ms; a fresh process's first queries pay in the tail (p99 45.6 ms
-# against 18.3 ms). README, "Common words are scored only where they can change the answer".
+# against 18.3 ms). `benchmarks/BIG_WORLDS.md`, "Common words are scored only where they can change the answer".
 COMMON_POSTINGS = 5_000
 # The pages of a common-clause union that can reach a score are found by its covers
 # (:meth:`TantivyIndex._common_above`) for queries of at most this many common clauses, when

@@ -7,7 +7,7 @@ some 7 µs each on this project's 2-core VM. :func:`preload` asks the kernel to 
 process's page tables for those maps in one go (Linux's ``MADV_POPULATE_READ``; 12.4 GiB in
 0.5-0.9 s), as Elasticsearch's ``index.store.preload`` does for its files. Measured in one
 process, blocks of 600 queries alternated (``bench_search.py --world DIR --preload``): p50
-4.09 -> 3.47 ms, mean 7.98 -> 6.76 ms at 10M (README, "Preloading the memory maps").
+4.09 -> 3.47 ms, mean 7.98 -> 6.76 ms at 10M (`benchmarks/BIG_WORLDS.md`, "Preloading the memory maps").
 
 By default only what the page cache holds already is mapped (``mincore`` says which): it reads
 nothing from disk, so a world larger than the memory left for it is never pulled in whole. The

@@ -337,7 +337,7 @@ class Web:
         # search reaches further down the ranking and finds more (the old answer a prefix of
         # the new one).
         # Not from the first fetch: a clause that leaves pages out costs every query (each page
-        # matched is sought in the layer's postings; README, "Hidden layers left out in the
+        # matched is sought in the layer's postings; `benchmarks/BIG_WORLDS.md`, "Hidden layers left out in the
         # engine"). (A fetch's length changes the top n only where scores tied to four
         # decimals, ordered by page id, straddle its end.)
         fetch = max(20, 2 * n)
