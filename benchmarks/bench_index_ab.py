@@ -6,7 +6,7 @@ saved world:
 
 Two indexes are opened on the same files, each with its own caches, as two fresh processes
 would have: the peer, and this checkout's ``TantivyIndex``. The peer is either this code told
-its common clauses have no floors (``TantivyIndex._floor``; the default, ``--peer no-floors``)
+its common clauses have no floors (``CommonClauses.floor``; the default, ``--peer no-floors``)
 or the class of ``fictionworld/web/index.py`` as git revision REV has it (read with ``git
 show``, loaded beside this one). ``Web.hits`` (n = 10) asks each the same 2,400 queries of
 ``bench_search.py``'s latency runs in turn (which goes first alternates), pinned to one core;
@@ -35,17 +35,30 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def peer_class(rev: str):
-    """``TantivyIndex`` of ``fictionworld/web/index.py`` at git revision ``rev``."""
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:fictionworld/web/index.py"], check=True, capture_output=True, text=True
-    ).stdout
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(source)
-    spec = importlib.util.spec_from_file_location(f"fictionworld.web._index_{rev}", f.name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    os.unlink(f.name)
-    return module.TantivyIndex
+    """``TantivyIndex`` of git revision ``rev``: its ``fictionworld/web/index.py`` and, where
+    ``rev`` has it, ``common_clauses.py`` (the engine's two modules), each imported under a name
+    of its own beside this checkout's; the rest of the package is this checkout's."""
+    loaded: dict[str, object] = {}
+    for name in ("common_clauses", "index"):
+        got = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:fictionworld/web/{name}.py"], capture_output=True, text=True
+        )
+        if got.returncode:
+            if name == "index":
+                sys.exit(f"git show {rev}: {got.stderr.strip()}")
+            continue  # (older revisions: the whole engine in index.py)
+        source = got.stdout
+        for dep, module in loaded.items():  # that revision's modules, not this checkout's
+            source = source.replace(f"from fictionworld.web.{dep} import", f"from {module.__name__} import")
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(source)
+        spec = importlib.util.spec_from_file_location(f"fictionworld.web._{name}_{rev}", f.name)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        os.unlink(f.name)
+        loaded[name] = module
+    return loaded["index"].TantivyIndex
 
 
 def main() -> None:
@@ -65,8 +78,8 @@ def main() -> None:
     if args.peer == "no-floors":
         names = ("no floors", "floors")
         peer = TantivyIndex.open(path)
-        peer._floor = lambda common, n: 0.0  # the search before the floors
-        if not any(peer._stats(c)[1] for c in peer._read_known()):
+        peer.common.floor = lambda common, n: 0.0  # the search before the floors
+        if not any(peer.common.stats(c)[1] for c in peer.common.read_known()):
             print("(this index's common-best.json holds no floors: both columns search the same way)")
     else:
         names = (args.peer, "this checkout")

@@ -287,7 +287,7 @@ fetches = []
 for i, q in enumerate(queries):
     for way in [("after", "again", "first"), ("again", "first", "after"), ("first", "after", "again")][i % 3]:
         ix.hides_layers = way != "after"
-        ix._common_top.clear()  # each query pays for its common words, as in a fresh process
+        ix.common.tops.clear()  # each query pays for its common words, as in a fresh process
         calls.clear()
         fn = hits_hiding_first if way == "first" else real_hits
         t = time.perf_counter(); fn(web, q, 10); ways[way].append((time.perf_counter() - t) * 1000)

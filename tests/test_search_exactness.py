@@ -16,22 +16,22 @@ def scoring_at_least(hits: list, floor: float) -> list:
 
 @pytest.mark.parametrize("way", ["covers at any cost", "probes", "probes on a budget"])
 def test_the_covers_of_a_common_union_find_its_best_pages_above_a_floor(world, way, monkeypatch):
-    """``_common_above`` against the union of the same clauses read whole: for random sets of
+    """``CommonClauses.above`` against the union of the same clauses read whole: for random sets of
     common clauses, floors and depths, the pages scoring at least the floor are the same pages
     with the same floats, in the same order (ties by address), whether found by covers or not.
     The covers are asked however dear ("covers at any cost"), or each is a probe (the covers
     left always cost more than the union), the probes' budget unbounded or not ("on a budget":
     then some sets get None, for the union). Each cover asked raises the floor: many sets must
     ask fewer covers than the floor given had."""
-    import fictionworld.web.index as index_module
+    import fictionworld.web.common_clauses as clauses_module
     from fictionworld.web.index import common_limit
 
     ix = world.web.index
-    monkeypatch.setattr(index_module, "_COVER_COST", 1e9 if way == "covers at any cost" else 0.0)
-    monkeypatch.setattr(index_module, "_PROBE_COST", 2.0 if way == "probes on a budget" else 1e9)
+    monkeypatch.setattr(clauses_module, "_COVER_COST", 1e9 if way == "covers at any cost" else 0.0)
+    monkeypatch.setattr(clauses_module, "_PROBE_COST", 2.0 if way == "probes on a budget" else 1e9)
     asked: list[int] = []
-    real_cover_top = ix._cover_top
-    monkeypatch.setattr(ix, "_cover_top", lambda *a: asked.append(1) or real_cover_top(*a))
+    real_cover_top = ix.common.cover_top
+    monkeypatch.setattr(ix.common, "cover_top", lambda *a: asked.append(1) or real_cover_top(*a))
     limit = common_limit(ix.num_docs)
     words = sorted({t for title in world.web.pages.titles for t in ix.analyze(title)})
     clauses = [(f, w) for w in words for f in ("title", "body") if ix.searcher.doc_freq(f, w) > limit]
@@ -42,18 +42,18 @@ def test_the_covers_of_a_common_union_find_its_best_pages_above_a_floor(world, w
         common = [clauses[i] for i in rng.choice(len(clauses), int(rng.integers(1, 7)), replace=False)]
         union = ix._union(common)
         whole = ix._top(union, ix.num_docs)
-        bound = ix._bound(common)
+        bound = ix.common.bound(common)
         nth = whole[min(len(whole) - 1, int(rng.integers(0, 30)))][0]
-        floor = float(rng.choice([rng.uniform(0, bound), nth, index_module._ANY_SCORE]))  # (the last: no floor)
+        floor = float(rng.choice([rng.uniform(0, bound), nth, clauses_module.ANY_SCORE]))  # (the last: no floor)
         n = int(rng.choice([1, 3, 10, 50]))
-        ix._common_top.clear()
+        ix.common.tops.clear()
         asked.clear()
-        got = ix._common_above(common, floor, n)
+        got = ix.common.above(common, floor, n)
         if got is None:
             continue
         covered += 1
         assert scoring_at_least(got, floor) == scoring_at_least(whole[:n], floor), (common, floor, n)
-        best = [ix._best(c) * (1 + 1e-5) + 1e-5 for c in common]
+        best = [ix.common.best(c) * (1 + 1e-5) + 1e-5 for c in common]
         sets = [s for size in range(1, len(common) + 1) for s in combinations(range(len(common)), size)]
         reach = [set(s) for s in sets if sum(best[i] for i in s) >= floor]
         least = [s for s in reach if not any(r < s for r in reach)]
@@ -73,8 +73,8 @@ def test_a_raised_floor_keeps_a_cover_that_reaches_just_above_it(way, tmp_path, 
     cover must still be asked and its page found: a floor raised 0.01 past the n-th, or a
     cover's reach taken 0.01 short, loses it, which the generated worlds (their scores few and
     far apart) never show."""
-    import fictionworld.web.index as index_module
-    from fictionworld.web.index import TantivyIndex
+    import fictionworld.web.common_clauses as clauses_module
+    from fictionworld.web.index import TantivyIndex, common_limit
 
     rng = np.random.default_rng(5)
     titles = "amber birch cedar delta ember fjord grove heron inlet juniper kestrel lark".split()
@@ -84,11 +84,11 @@ def test_a_raised_floor_keeps_a_cover_that_reaches_just_above_it(way, tmp_path, 
         for _ in range(3_000)
     ]
     ix = TantivyIndex.build(docs, tmp_path / "dense")
-    monkeypatch.setattr(index_module, "_COVER_COST", 1e9 if way == "covers at any cost" else 0.0)
-    monkeypatch.setattr(index_module, "_PROBE_COST", 1e9)
+    monkeypatch.setattr(clauses_module, "_COVER_COST", 1e9 if way == "covers at any cost" else 0.0)
+    monkeypatch.setattr(clauses_module, "_PROBE_COST", 1e9)
     key = lambda h: (h[1].segment_ord, h[1].doc)  # noqa: E731
     clauses = [("title", ix.analyze(w)[0]) for w in titles] + [("body", ix.analyze(w)[0]) for w in bodies]
-    assert all(ix._field_df(*c) > index_module.common_limit(ix.num_docs) for c in clauses)
+    assert all(ix._field_df(*c) > common_limit(ix.num_docs) for c in clauses)
     cases = 0
     for a, b in [(a, b) for a in clauses for b in clauses if ix._field_df(*a) < ix._field_df(*b)]:
         holds_a = {key(h) for h in ix._top(ix._clause(*a), ix.num_docs)}
@@ -98,8 +98,8 @@ def test_a_raised_floor_keeps_a_cover_that_reaches_just_above_it(way, tmp_path, 
         whole = ix._top(ix._union([a, b]), ix.num_docs)
         of_a = [h[0] for h in whole if key(h) in holds_a]
         for n in [i + 1 for i, s in enumerate(of_a) if 0 < best_b[0] - s < 0.009][:1]:
-            ix._common_top.clear()
-            got = ix._common_above([a, b], index_module._ANY_SCORE, n)
+            ix.common.tops.clear()
+            got = ix.common.above([a, b], clauses_module.ANY_SCORE, n)
             assert got is not None and key(best_b) in {key(h) for h in got}, (a, b, n)
             assert scoring_at_least(got, 0.0) == scoring_at_least(whole[:n], 0.0), (a, b, n)
             cases += 1
@@ -121,6 +121,7 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
     world is small, so the second case lowers that number below the share."""
     import tantivy as T
 
+    import fictionworld.web.common_clauses as clauses_module
     import fictionworld.web.index as index_module
     from fictionworld.web.index import COMMON_CLAUSE, COMMON_SHARE, TITLE_BOOST, common_limit
 
@@ -128,7 +129,7 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
     if limit_by == "postings":
         monkeypatch.setattr(index_module, "COMMON_POSTINGS", int(0.4 * COMMON_CLAUSE * ix.num_docs))
     assert (common_limit(ix.num_docs) < COMMON_CLAUSE * ix.num_docs) == (limit_by == "postings")
-    ix._max.clear(), ix._common_top.clear()  # each case finds its bounds and merges afresh
+    ix.common.scores.clear(), ix.common.tops.clear()  # each case finds its bounds and merges afresh
     n_docs = ix.num_docs
     limit = common_limit(n_docs)
     searcher, schema = ix.searcher, ix.schema
@@ -170,7 +171,7 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
     assert len(common) > 20 and len(rare) > 100
     common_set = set(common)
     calls, bounds = [], []  # the searches a query made (not those finding a bound), bounds asked
-    real_top, real_bound = ix._top, ix._bound
+    real_top, real_bound = ix._top, ix.common.bound
 
     def top(query, n, hide=()):
         if not bounds or bounds[-1] != "finding":
@@ -183,7 +184,7 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
         bounds[-1] = value
         return value
 
-    real_above, real_floor = ix._common_above, ix._floor
+    real_above, real_floor = ix.common.above, ix.common.floor
     covered = []  # the queries whose common-only pages came from covers (none: from the union)
     floors = []  # the clauses' floors asked for
     floored = []  # covers above a clause's floor, not the n-th of the rare pages'
@@ -198,9 +199,9 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
         floors.append(real_floor(*args))
         return floors[-1]
 
-    ix._top, ix._bound, ix._common_above, ix._floor = top, bound, above, floor
+    ix._top, ix.common.bound, ix.common.above, ix.common.floor = top, bound, above, floor
     rng = np.random.default_rng(11)
-    cover_cost, max_added = index_module._COVER_COST, index_module._MAX_ADDED
+    cover_cost, max_added = clauses_module._COVER_COST, index_module._MAX_ADDED
     ways = {"one query": 0, "bound met": 0, "merged": 0, "covers": 0, "covers above a clause's floor": 0,
             "common clauses added one at a time": 0, "common clauses as one union": 0}  # fmt: skip
     forms = []  # how the unpruned query of each search added a page's clauses
@@ -217,7 +218,7 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
             n = int(rng.choice([1, 3, 10, 50, 200]))
             # a third of the queries take the covers wherever there are some, however costly; a
             # third find them by probes only (the covers left always dearer than the union)
-            monkeypatch.setattr(index_module, "_COVER_COST", (cover_cost, 1e9, 0.0)[i % 3])
+            monkeypatch.setattr(clauses_module, "_COVER_COST", (cover_cost, 1e9, 0.0)[i % 3])
             # and the common clauses are added to the rare-first query one at a time, or as a
             # union past a limit lowered to 0 or 1 (these queries hold at most 4 common clauses)
             monkeypatch.setattr(index_module, "_MAX_ADDED", (max_added, 0, 1, max_added, max_added)[i % 5])
@@ -235,7 +236,7 @@ def test_common_clauses_are_pruned_yet_the_top_n_stays_exact(world, limit_by, mo
             ways["common clauses added one at a time"] += forms[-1] == "added"
             ways["common clauses as one union"] += forms[-1] == "union"
     finally:
-        ix._top, ix._bound, ix._common_above, ix._floor = real_top, real_bound, real_above, real_floor
+        ix._top, ix.common.bound, ix.common.above, ix.common.floor = real_top, real_bound, real_above, real_floor
     assert min(ways.values()) > 20, ways
 
 
@@ -284,7 +285,7 @@ def test_hidden_layers_and_common_clauses_together_stay_exact(world, monkeypatch
     ix = world.web.index
     pages = world.web.pages
     monkeypatch.setattr(index_module, "COMMON_POSTINGS", int(0.4 * COMMON_CLAUSE * ix.num_docs))
-    ix._max.clear(), ix._common_top.clear()
+    ix.common.scores.clear(), ix.common.tops.clear()
     limit = common_limit(ix.num_docs)
     words = sorted({t for title in pages.titles for t in ix.analyze(title)})
     common = [w for w in words if ix.doc_freq(w) > 2 * limit]
@@ -292,8 +293,8 @@ def test_hidden_layers_and_common_clauses_together_stay_exact(world, monkeypatch
     hide = tuple(LAYERS[1:])
     rng = np.random.default_rng(8)
     filled = 0
-    real_best = ix._common_best
-    monkeypatch.setattr(ix, "_common_best", lambda *a: (filled_at.append(1), real_best(*a))[1])
+    real_best = ix.common.union_top
+    monkeypatch.setattr(ix.common, "union_top", lambda *a: (filled_at.append(1), real_best(*a))[1])
     for _ in range(300):
         row = int(rng.choice(hidden_rows))
         rare = [w for w in ix.analyze(pages.titles[row]) if 0 < ix.doc_freq(w) <= limit]

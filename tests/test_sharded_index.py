@@ -122,15 +122,16 @@ def test_the_common_best_file_lists_every_common_clause_with_its_best_score(shar
     for field, terms in data["clauses"].items():
         for token, (df, best, floors) in terms.items():
             assert df == ix.searcher.doc_freq(field, token) > limit
-            assert (best, tuple(floors)) == ix._scan((field, token)) and best > 0
+            assert (best, tuple(floors)) == ix.common.scan((field, token)) and best > 0
             assert best >= floors[0] > 0 and floors == sorted(floors, reverse=True)
 
     scans = []
-    scan = ix._scan
-    ix._scan = lambda c: scans.append(c) or scan(c)
+    scan = ix.common.scan
+    ix.common.scan = lambda c: scans.append(c) or scan(c)
     for q in ("festival river", "people born in 1970", "company founded city", "the film award"):
         ix.search(ix.analyze(q), 10)
-    assert ix._max and scans == [min(ix._known, key=lambda c: (ix._known[c][0], c))]  # the probe only
+    known = ix.common.known
+    assert ix.common.scores and scans == [min(known, key=lambda c: (known[c][0], c))]  # the probe only
 
 
 def test_a_wrong_or_broken_common_best_file_is_not_trusted(sharded, tmp_path):
@@ -162,7 +163,7 @@ def test_a_wrong_or_broken_common_best_file_is_not_trusted(sharded, tmp_path):
     ]
     queries += [[other[1], probe[1]], [other[1]]]
     want = [ix.search(q, 10) for q in queries]
-    assert ix._read_known() == {c: (v[0], v[1], tuple(v[2])) for c, v in known.items()}
+    assert ix.common.read_known() == {c: (v[0], v[1], tuple(v[2])) for c, v in known.items()}
     floors = [0.0] * len(known[probe][2])
     for name, breaks, trusted in [
         ("missing", lambda f: f.unlink(), 0),
@@ -184,10 +185,11 @@ def test_a_wrong_or_broken_common_best_file_is_not_trusted(sharded, tmp_path):
         breaks(copy / COMMON_BEST)
         broken = TantivyIndex.open(copy)
         got = [broken.search(q, 10) for q in queries]
-        assert len(broken._known) == trusted, name
-        assert broken._best(other) == ix._best(other) and ix._field_df(*other) > common_limit(ix.num_docs), name
+        assert len(broken.common.known) == trusted, name
+        assert broken.common.best(other) == ix.common.best(other), name
+        assert ix._field_df(*other) > common_limit(ix.num_docs), name
         if name == "written before floors":  # the bests are still taken from it, with no floor
-            assert broken._stats(other) == (known[other][1], ()) and broken._floor([other], 10) == 0.0
+            assert broken.common.stats(other) == (known[other][1], ()) and broken.common.floor([other], 10) == 0.0
         for (p1, s1), (p2, s2) in zip(want, got):
             assert np.array_equal(p1, p2) and np.array_equal(s1, s2), name
 

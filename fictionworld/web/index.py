@@ -18,16 +18,15 @@ from typing import Protocol
 import numpy as np
 
 from fictionworld.folding import fold_phrase
+from fictionworld.web.common_clauses import ANY_SCORE, CommonClauses
 from fictionworld.web.index_files import (
     COMMON_BEST,
     COMMON_TERMS,
-    FLOOR_DEPTHS,
     PID_RUNS,
     _open_runs,
     frequent_terms,
     join_common_terms,
     order_segments,
-    read_common_best,
     write_common_best,
     write_json,
     write_pid_runs,
@@ -65,37 +64,6 @@ COMMON_CLAUSE = 0.005
 # 0.93 ms instead of 3.57 ms; a fresh process's first queries pay in the tail (p99 45.6 ms
 # against 18.3 ms). `benchmarks/BIG_WORLDS.md`, "Common words are scored only where they can change the answer".
 COMMON_POSTINGS = 5_000
-# The pages of a common-clause union that can reach a score are found by its covers
-# (:meth:`TantivyIndex._common_above`) for queries of at most this many common clauses, when
-# there are at most this many covers.
-_MAX_COVER_CLAUSES = 10
-_MAX_COVERS = 24
-# ... and when the pages their rarest clauses lead, times the clauses of the union (at least 4),
-# are at most this many times the union's postings: what a cover costs if every page it leads
-# holds it and is scored in every clause of the union (an upper bound: a led page that does not
-# hold the cover costs about a tenth of that, see _WALK). Fitted when a cover was asked beside
-# the whole union (before the chains of _cover_top), which cost more per page than a chain. At
-# 10M entities (344 queries of bench_search.py that needed the common-only pages of a full top
-# 10, both ways timed with empty caches), the common-only part took p50 10.4 ms by the union,
-# 1.55 ms with this rule (mean 13.7 -> 6.3 ms); using the covers wherever there were at most 24
-# gave the same p50 and a mean of 6.7 ms: a cover led by many pages costs more than the union.
-_COVER_COST = 2.0
-# Where the covers cost more than that, the cheapest is asked anyway, as a probe: its pages,
-# scored by the whole union, raise the floor, and a higher floor leaves fewer and rarer covers
-# (the rarest clause's pages, times the clauses as above, summed over the probes, at most this
-# many times the union's postings; past it, the union). A floor from one clause's ranking is
-# half the union's n-th score or less (at 10M, "albums released by X chemicals": 23.5 against
-# 37.7). At 10M (523 searches of the first 1,200 latency queries of bench_search.py that
-# needed common-only pages, empty caches), the common-only part took p90 18.0 -> 10.5 ms, p99
-# 56.7 -> 25.3 ms, mean 7.37 -> 4.63 ms; budgets of 0.5 and 2.0 gave about the same.
-_PROBE_COST = 1.0
-# A cover's pages cost about this many times less to walk to (the conjunction of its clauses,
-# per page led and clause) than to score (per page held, in every clause of the union); at 10M,
-# over 622 covers, 1.2 ns against 12 ns, and the union 12 ns per posting. The estimate above
-# (every page led held) is what a cover that finds n pages is charged; one that finds fewer
-# found all its pages, and is charged what it cost: a probe of clauses no page holds together
-# ("who directed X Music Festival 2020": 57 covers, most empty) costs little.
-_WALK = 10
 # The rare-first query adds at most this many common clauses one at a time (:meth:`_added`);
 # past it, their union. Each link is a scorer over the one below it, and a long chain costs far
 # more per page of the rare clauses than its seeks: long queries of common words took seconds. At 10M,
@@ -103,7 +71,6 @@ _WALK = 10
 # slower than the union on average, whatever the pages led (0.26-0.44 against 0.42-0.89 ms where
 # the rare clauses hold few pages), and chains of 17 or more were 1.6-57 times slower.
 _MAX_ADDED = 8
-_ANY_SCORE = float(np.finfo(np.float32).tiny)  # a floor that every page holding a clause reaches
 
 
 def common_limit(num_docs: int) -> float:
@@ -150,9 +117,7 @@ class TantivyIndex:
         self.searcher = self.index.searcher()
         self.num_docs = self.searcher.num_docs
         self._df: dict[tuple[str, str], int] = {}  # document frequency per clause (field, token)
-        self._max: dict[tuple[str, str], tuple[float, tuple[float, ...]]] = {}  # a common clause's best, floors
-        self._known: dict[tuple[str, str], tuple] | None = None  # COMMON_BEST, read when first needed
-        self._common_top: dict[tuple, list] = {}  # the best n of a set of common clauses alone
+        self.common = CommonClauses(self)  # what the search knows of the common clauses, cached
         self._runs = _open_runs(self.searcher, path) if path is not None else None
         try:  # an index built before pages had their layer indexed cannot leave layers out
             self.searcher.doc_freq("layer", "")
@@ -258,7 +223,7 @@ class TantivyIndex:
         final. Else the
         pages with common clauses only are ranked too, and the two lists merged: those that can
         reach a floor (the n-th page's score, or a common clause's own n-th best, which n pages
-        of the union reach) by the covers of :meth:`_common_above`, else all of them by a plain
+        of the union reach) by the covers of :meth:`CommonClauses.above`, else all of them by a plain
         union. The result is the exact top ``n`` of the whole query
         (``tests/test_search_exactness.py`` compares it with one unpruned query): a page scores
         its clauses' scores added left to right either way, the rare clauses' union first
@@ -298,23 +263,23 @@ class TantivyIndex:
                     [(t.Occur.Must, self._union(rare)), (t.Occur.Should, self._union(common))]
                 )
             hits = self._top(query, n, hide)
-            if len(hits) < n or hits[-1][0] <= self._bound(common):
+            if len(hits) < n or hits[-1][0] <= self.common.bound(common):
                 # The best n pages by the common clauses alone (a plain union, every posting
                 # read: tantivy-py does not prune), less those already in ``hits``. Enough: each page dropped
                 # outranks every common-only page below the n; a page with a rare clause not in
                 # ``hits`` scores below the n-th of ``hits`` (its common part lower still).
                 # Only pages reaching a floor can matter: the n-th of ``hits``, and the n-th
                 # best score of a common clause alone (n pages of the union score at least
-                # that); above a floor, the covers find them (:meth:`_common_above`).
+                # that); above a floor, the covers find them (:meth:`CommonClauses.above`).
                 mine = {(h[1].segment_ord, h[1].doc) for h in hits}
                 floor = hits[-1][0] if len(hits) == n else 0.0
                 if not hide:  # (a clause's n-th over every page may be above its n-th shown one)
-                    floor = max(floor, self._floor(common, n))
-                more = self._common_top.get((*common, n, hide))  # (the union's best n, asked before)
+                    floor = max(floor, self.common.floor(common, n))
+                more = self.common.tops.get((*common, n, hide))  # (the union's best n, asked before)
                 if more is None:  # (no floor: every page of a clause scores above 0, BM25's idf being positive)
-                    more = self._common_above(common, max(floor, _ANY_SCORE), n, hide)
+                    more = self.common.above(common, max(floor, ANY_SCORE), n, hide)
                 if more is None:
-                    more = self._common_best(common, self._union(common), n, hide)
+                    more = self.common.union_top(common, self._union(common), n, hide)
                 hits += [h for h in more if (h[1].segment_ord, h[1].doc) not in mine]
         if not hits:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -337,7 +302,7 @@ class TantivyIndex:
         """``query``'s pages, each scored ``query``'s score plus those of ``clauses`` it holds,
         added one at a time in order: ``((q + c1) + c2) ...``, each step a query of two parts,
         the chain so far (required) and the next clause (optional; required if in ``required``,
-        as :meth:`_cover_top` asks).
+        as :meth:`CommonClauses.cover_top` asks).
 
         Not ``query`` required and the union of ``clauses`` optional: tantivy seeks that union to
         each page of ``query`` by refilling a window of 4,096 documents ahead, every posting of
@@ -362,102 +327,6 @@ class TantivyIndex:
             query = t.Query.boolean_query([(t.Occur.Must, query), *out])
         return self.searcher.search(query, limit=n, count=False).hits
 
-    def _common_best(self, common: list[tuple[str, str]], query, n: int, hide: tuple[str, ...] = ()) -> list:
-        """``_top(query, n, hide)`` of the union of ``common``, cached: the same common words
-        ("born", "released", "directed") come back query after query, and their union is the
-        costly part."""
-        return self._cached((*common, n, hide), lambda: self._top(query, n, hide))
-
-    def _cached(self, key: tuple, make: Callable[[], list]) -> list:
-        """``make()``, kept under ``key`` among the best pages of common clauses (at most 4,096
-        kept: past that, the cache starts again)."""
-        top = self._common_top.get(key)
-        if top is None:
-            if len(self._common_top) >= 4_096:
-                self._common_top.clear()
-            top = self._common_top[key] = make()
-        return top
-
-    def _common_above(
-        self, common: list[tuple[str, str]], floor: float, n: int, hide: tuple[str, ...] = ()
-    ) -> list | None:
-        """The best ``n`` pages of the union of ``common`` among those that can score ``floor``
-        or more, or None where finding them costs about what the union does.
-
-        A page scores at most the sum of the best scores of the clauses it holds. So only the
-        pages holding a *cover* (a least set of clauses whose bests sum to ``floor`` or more)
-        can reach it, and each cover is a conjunction, led by its rarest clause: for a name
-        query at 10M entities, the title clause of one word (25,000-400,000 pages) where the
-        union walks body clauses of up to 1.9M pages each. A cover's pages get the union's own
-        floats (:meth:`_cover_top`).
-
-        The covers are asked one at a time, cheapest first, and each answer raises the floor:
-        once ``n`` pages are found, the n-th of them is one (``n`` pages score that much), and a
-        higher floor leaves fewer covers, each of more clauses. A cover holding one already
-        asked is not asked (its pages among the best ``n`` are in that one's best ``n``). While
-        the covers left cost more than the union (:data:`_COVER_COST`, :data:`_MAX_COVERS`),
-        the cheapest is still asked as a probe, up to :data:`_PROBE_COST`; past it, None."""
-        k = len(common)
-        if k > _MAX_COVER_CLAUSES:
-            return None
-        best = np.array([self._best(c) * (1 + 1e-5) + 1e-5 for c in common])  # (widened as _bound widens)
-        df = np.array([self._field_df(*c) for c in common])
-        masks = np.arange(1, 1 << k)
-        holds = (masks[:, None] >> np.arange(k)) & 1 == 1  # clause j in set i
-        sums = holds @ best
-        led = np.where(holds, df, np.iinfo(np.int64).max).min(axis=1)  # the set's rarest clause
-        width, union = max(k, 4), int(df.sum())  # (each led page seeks in every clause of the union)
-        asked = np.zeros(len(masks), bool)  # sets holding a cover already asked
-        found: dict[tuple[int, int], list] = {}
-        spent = 0
-        while True:
-            # The least sets reaching the floor: no clause can be dropped (bests are positive).
-            least = (sums >= floor) & ~(holds & ((sums[:, None] - best) >= floor)).any(axis=1) & ~asked
-            covers = np.flatnonzero(least)
-            if not len(covers):
-                break
-            cheapest = int(covers[np.argmin(led[covers])])
-            cost = int(led[cheapest]) * width
-            if (len(covers) > _MAX_COVERS or int(led[covers].sum()) * width > _COVER_COST * union) and (
-                spent + cost > _PROBE_COST * union
-            ):
-                return None
-            asked |= (masks & masks[cheapest]) == masks[cheapest]
-            top = self._cover_top(common, [c for c, held in zip(common, holds[cheapest]) if held], n, hide)
-            if len(top) < n:  # (then those were all its pages: what it cost is known, see _WALK)
-                cost = int(led[cheapest]) * int(holds[cheapest].sum()) // _WALK + len(top) * width
-            spent += cost
-            for h in top:
-                found.setdefault((h[1].segment_ord, h[1].doc), h)
-            if len(found) >= n:
-                nth = sorted((h[0] for h in found.values()), reverse=True)[n - 1]
-                floor = max(floor, nth * (1 - 1e-5) - 1e-5)  # (narrowed for float rounding)
-        return sorted(found.values(), key=lambda h: (-h[0], h[1].segment_ord, h[1].doc))[:n]
-
-    def _cover_top(self, common, cover: list[tuple[str, str]], n: int, hide: tuple[str, ...]) -> list:
-        """The best ``n`` pages of the union of ``common`` among those holding every clause of
-        ``cover``, with the union's own floats; cached.
-
-        Asked as a chain, one clause at a time in the union's order: ``((c1 + c2) + c3) ...``,
-        each step a query of two parts, the chain so far and the next clause (required where it
-        is in ``cover``, else optional). A sum of two is the same float in either order, so
-        each page gets the union's sum, added in the union's order (tested against the union
-        read whole). The union itself as a required part cost more: on the 900 covers of
-        bench_search.py's first 1,200 latency queries at 10M, p50 0.46 -> 0.32 ms, p99 21.5 ->
-        14.7 ms, mean 3.07 -> 2.05 ms, every float the same."""
-        t = self._t
-        held = set(cover)
-
-        def ask() -> list:
-            if common[0] in held:
-                start, rest = self._clause(*common[0]), common[1:]
-            else:  # (the pages holding the cover, at score 0, until the first of its clauses)
-                const = [(t.Occur.Must, t.Query.const_score_query(self._clause(*x), 0.0)) for x in cover]
-                start, rest = t.Query.boolean_query(const), common
-            return self._top(self._added(start, rest, required=held), n, hide)
-
-        return self._cached(("cover", tuple(cover), *common, n, hide), ask)
-
     def _field_df(self, field: str, token: str) -> int:
         df = self._df.get((field, token))
         if df is None:
@@ -465,59 +334,6 @@ class TantivyIndex:
                 self._df.clear()
             df = self._df[field, token] = self.searcher.doc_freq(field, token)
         return df
-
-    def _bound(self, clauses: list[tuple[str, str]]) -> float:
-        """Above the score of any page that holds only ``clauses``: the sum of each clause's
-        best score over the index (cached), widened for float32 rounding."""
-        return sum(self._best(c) for c in clauses) * (1 + 1e-5) + 1e-5
-
-    def _best(self, clause: tuple[str, str]) -> float:
-        """``clause``'s best score over the index (:meth:`_stats`)."""
-        return self._stats(clause)[0]
-
-    def _floor(self, common: list[tuple[str, str]], n: int) -> float:
-        """A score that at least ``n`` pages of the union of ``common`` reach: the highest of the
-        clauses' scores at rank ``n`` or deeper (:data:`FLOOR_DEPTHS`: the first at or past
-        ``n``), each page scoring at least its score in any one clause it holds; narrowed for
-        float rounding. 0.0 where ``n`` is past the deepest rank kept."""
-        at = next((i for i, d in enumerate(FLOOR_DEPTHS) if d >= n), None)
-        if at is None:
-            return 0.0
-        floor = max((f[at] for f in (self._stats(c)[1] for c in common) if f), default=0.0)  # (none: no ranks kept)
-        return max(0.0, floor * (1 - 1e-5) - 1e-5)
-
-    def _stats(self, clause: tuple[str, str]) -> tuple[float, tuple[float, ...]]:
-        """``clause``'s best score over the index and its scores at the ranks
-        :data:`FLOOR_DEPTHS` (0.0 past its last page): from :data:`COMMON_BEST` where it lists
-        the clause on as many pages as the index has it (a file written before the ranks gives
-        the best only, and no floor), else one query of it alone. Cached."""
-        got = self._max.get(clause)
-        if got is None:
-            if self._known is None:
-                self._known = self._read_known()
-            known = self._known.get(clause)
-            if known is not None and known[0] == self._field_df(*clause):
-                got = known[1], known[2]
-            else:
-                got = self._scan(clause)
-            self._max[clause] = got
-        return got
-
-    def _scan(self, clause: tuple[str, str]) -> tuple[float, tuple[float, ...]]:
-        top = [float(h[0]) for h in self._top(self._clause(*clause), FLOOR_DEPTHS[-1])]
-        return (top[0] if top else 0.0), tuple(top[d - 1] if len(top) >= d else 0.0 for d in FLOOR_DEPTHS)
-
-    def _read_known(self) -> dict[tuple[str, str], tuple]:
-        """:data:`COMMON_BEST`, or nothing where it is missing, unreadable, made for an index of
-        another size, or wrong about the clause on fewest pages (checked by one scan of it)."""
-        known = read_common_best(self.path, self.num_docs) if self.path is not None else {}
-        if known:
-            probe = min(known, key=lambda c: (known[c][0], c))
-            df, best, floors = known[probe]
-            scanned = self._scan(probe)
-            if (df, best) != (self._field_df(*probe), scanned[0]) or floors and floors != scanned[1]:
-                return {}
-        return known
 
 
 # ``TantivyIndex.build`` takes (title, body, layer) triples: a backend factory marked ``layered``

@@ -43,7 +43,7 @@ PID_RUNS = "pid-runs.json"
 # fresh process's first 1,200 bench queries when known ahead (`benchmarks/BIG_WORLDS.md`). A clause the file lacks,
 # or whose page count differs from the index's, is scanned as before.
 COMMON_BEST = "common-best.json"
-# The ranks at which a common clause's score is kept (``TantivyIndex._floor``): the union of
+# The ranks at which a common clause's score is kept (``CommonClauses.floor``): the union of
 # clauses holding it has at least d pages scoring that much or more.
 FLOOR_DEPTHS = (10, 20, 40, 100)
 # A shard's terms on enough of its pages to be common in the whole index (pigeonhole: a clause
@@ -209,7 +209,7 @@ def write_common_best(index, candidates: dict[str, list[str]] | None = None) -> 
     pages = {(f, w): index._field_df(f, w) for f in ("title", "body") for w in sorted(set(candidates.get(f, ())))}
     clauses = [c for c, n in pages.items() if n > limit]
     with ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
-        stats = list(pool.map(index._scan, clauses))
+        stats = list(pool.map(index.common.scan, clauses))
     table: dict[str, dict[str, list]] = {"title": {}, "body": {}}
     for (field, token), (best, floors) in zip(clauses, stats):
         table[field][token] = [pages[field, token], best, list(floors)]
