@@ -4,6 +4,7 @@ builds killed half-way continue; URL clashes settled by one rule; checks run dur
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -226,6 +227,64 @@ def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(r
     summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
     assert summary["resumed_shards"] == 3 and not calls
     assert fingerprint(path) == reference[1]
+
+
+@pytest.mark.parametrize("stop_at", [1, 4, 9, "web.json"])
+def test_a_build_stopped_while_moving_its_files_into_place_resumes_to_the_same_world(
+    reference, tmp_path, monkeypatch, stop_at
+):
+    """Stopped in the join's last step, some files already moved out of the build into the
+    world directory (a kill before the 1st, 4th or 9th move; the disk full when ``web.json`` is
+    written): the same command finishes the moves, joining nothing again, to the same world.
+    Before the marker, such a directory was refused for good, ``--force`` included. ``--force``
+    with another world starts over."""
+    import errno
+    import os
+
+    from fictionworld.web import shards
+    from fictionworld.web.join import MOVING
+
+    path = tmp_path / "w"
+    real_replace = os.replace
+    moved: list[str] = []
+
+    def replace(source, target):
+        if Path(target).parent == path:  # (the moves into place; the build's own files lie deeper)
+            moved.append(Path(target).name)
+            if stop_at == "web.json" and moved[-1] == "web.json":
+                raise OSError(errno.ENOSPC, "No space left on device")
+            if len(moved) == stop_at:
+                raise KeyboardInterrupt
+        return real_replace(source, target)
+
+    def stop(*_):
+        raise AssertionError("joined or made again")
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError if stop_at == "web.json" else KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=2, shards=3)
+    assert (path / BUILD_DIR / MOVING).exists() and not (path / "manifest.json").exists()
+    assert {p.name for p in path.iterdir()} >= {BUILD_DIR, *moved[:-1]}  # (the last one failed)
+    monkeypatch.undo()
+    for name in ("join_pages", "join_shards", "make_graph"):
+        monkeypatch.setattr(shards, name, stop)
+    summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
+    assert summary["resumed_shards"] == 3 and not summary["violations"] and not (path / BUILD_DIR).exists()
+    assert summary["world_hash"] == reference[1]["hash"]
+    assert fingerprint(path) == reference[1]
+    if stop_at == 4:  # another world over a stopped one: only with --force, and from scratch
+        monkeypatch.undo()
+        monkeypatch.setattr(os, "replace", replace)
+        moved.clear()
+        shutil.rmtree(path)
+        with pytest.raises(KeyboardInterrupt):
+            build_world(small_spec(), SEED, path, workers=2, shards=3)
+        monkeypatch.undo()
+        with pytest.raises(BuildError, match="another world"):
+            build_world(small_spec(), SEED + 1, path, workers=2, shards=3)
+        other = build_world(small_spec(), SEED + 1, path, workers=2, shards=3, force=True)
+        assert other["world_hash"] != reference[1]["hash"] == summary["world_hash"]
+        assert json.loads((path / "manifest.json").read_text())["seed"] == SEED + 1
 
 
 def test_the_store_goes_once_every_shard_is_rendered_and_a_resumed_build_needs_it_not(reference, tmp_path, monkeypatch):

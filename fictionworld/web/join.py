@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments
+from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments, write_json
 from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import (
@@ -40,12 +40,14 @@ from fictionworld.web.pages import (
 from fictionworld.web.pagetext import TextCodec, sample_rows, stored_schema
 from fictionworld.web.urls import unique_urls, with_urls
 
-__all__ = ["join_shards", "join_pages", "PAGE_BATCH", "PAGES_DONE"]
+__all__ = ["join_shards", "join_pages", "move_joined", "PAGE_BATCH", "PAGES_DONE", "MOVING"]
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 PAGES_DONE = "pages.json"  # in the build directory: the page half of the join is finished
+MOVING = "moving.json"  # in the build directory: the join is done and its files are being moved
+_OPTIONAL = {"pages.columns.npy": columns_path, "pages.articles.npy": articles_path}  # files a build may lack
 # the columns of every shard that the join reads at once
 _KEYS = ["url", "kind", "title", "layer", "entity", "u", "published"]
 
@@ -114,34 +116,48 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     if joined.num_docs != offset:
         raise WebError(f"{index}: {joined.num_docs} documents for {offset} pages")
     write_common_best(joined, join_common_terms(parts))  # (every term, where a shard listed none)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("entities.parquet", "facts.parquet"):
-        os.replace(graph / name, out / name)
-    os.replace(build / "pages.arrow", out / "pages.arrow")
-    os.replace(build / "pages.url-order.npy", url_order_path(out / "pages.arrow"))
-    os.replace(build / "pages.codes.npy", codes_path(out / "pages.arrow"))
-    # (not there when a build joined its pages before they were kept: made or read otherwise,
-    # never taken from an earlier attempt left in ``out``)
-    for name, target in (("pages.columns.npy", columns_path), ("pages.articles.npy", articles_path)):
-        if (build / name).exists():
-            os.replace(build / name, target(out / "pages.arrow"))
-        else:
-            target(out / "pages.arrow").unlink(missing_ok=True)
-    for name in ("index", "lexicon"):
-        if (out / name).exists():
-            shutil.rmtree(out / name)
-    os.replace(index, out / "index")
-    os.replace(build / "lexicon", out / "lexicon")
     from fictionworld.web.web import web_manifest
 
     web_json = web_manifest(manifest["world_hash"], manifest["spec"].get("web", {}), offset, joined)
-    (out / "web.json").write_text(json.dumps(web_json, indent=2) + "\n")
-    (out / "manifest.json.tmp").write_text(json.dumps(manifest, indent=2))
+    summary = {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
+               "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": pages["renamed_urls"]}  # fmt: skip
+    # (the columns and articles are not there when a build joined its pages before they were
+    # kept: made or read otherwise, never taken from an earlier attempt left in ``out``)
+    kept = [name for name in _OPTIONAL if (build / name).exists()]
+    write_json(build / MOVING, {"summary": summary, "manifest": manifest, "web": web_json, "kept": kept})
+    return move_joined(build, graph, out, say)
+
+
+def move_joined(build: Path, graph: Path, out: Path, say: Progress) -> dict:
+    """Move a joined build into ``out``, the manifest last, and remove the build directory;
+    returns the build's summary. Run again after a stop at any point of it (a kill, a full
+    disk), it finishes the moves: a file already moved is not looked for again, and the
+    :data:`MOVING` marker, written before the first move, holds what the moved files no longer
+    can tell (the manifest, ``web.json``, the summary)."""
+    state = json.loads((build / MOVING).read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    pages = out / "pages.arrow"
+    moves = [(graph / "entities.parquet", out / "entities.parquet"), (graph / "facts.parquet", out / "facts.parquet"),
+             (build / "pages.arrow", pages), (build / "pages.url-order.npy", url_order_path(pages)),
+             (build / "pages.codes.npy", codes_path(pages)),
+             *((build / name, _OPTIONAL[name](pages)) for name in state["kept"]),
+             (build / "index.joined", out / "index"), (build / "lexicon", out / "lexicon")]  # fmt: skip
+    for name in set(_OPTIONAL) - set(state["kept"]):
+        _OPTIONAL[name](pages).unlink(missing_ok=True)
+    for source, target in moves:
+        if source.exists():
+            if target.is_dir():  # (a directory left in ``out`` by something else: never this build's)
+                shutil.rmtree(target)
+            os.replace(source, target)
+        elif not target.exists():
+            raise WebError(f"{source} is missing, and was not moved to {target}: the build cannot finish")
+    (out / "web.json.tmp").write_text(json.dumps(state["web"], indent=2) + "\n")
+    os.replace(out / "web.json.tmp", out / "web.json")
+    (out / "manifest.json.tmp").write_text(json.dumps(state["manifest"], indent=2))
     os.replace(out / "manifest.json.tmp", out / "manifest.json")
     shutil.rmtree(build)
     say("joining shards", 3, 3)
-    return {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
-            "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": pages["renamed_urls"]}  # fmt: skip
+    return state["summary"]
 
 
 def _write_pages(files: list[Path], renamed: dict[int, str], target: Path) -> int:

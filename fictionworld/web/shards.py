@@ -28,7 +28,7 @@ from pathlib import Path
 from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks
 from fictionworld.web.index import common_limit
 from fictionworld.web.index_files import write_json
-from fictionworld.web.join import PAGES_DONE, join_pages, join_shards
+from fictionworld.web.join import MOVING, PAGES_DONE, join_pages, join_shards, move_joined
 from fictionworld.web.render import RENDERER
 from fictionworld.web.shard_tasks import (
     _RENDERERS,
@@ -93,7 +93,8 @@ def build_world(
         if not force:
             raise FileExistsError(f"{out} holds a world (pass force=True / --force to overwrite)")
         shutil.rmtree(out)
-    elif out.exists() and any(p.name != BUILD_DIR for p in out.iterdir()):
+    elif out.exists() and any(p.name != BUILD_DIR for p in out.iterdir()) and not (build / MOVING).exists():
+        # (with the marker, the files beside the build are the ones it was moving into place)
         raise FileExistsError(f"{out} exists and is not a world directory; refusing to write into it")
     plan_file = build / "plan.json"
     want = {"format": PLAN_FORMAT, "renderer": RENDERER, "seed": int(seed), "spec": spec.model_dump(mode="json")}
@@ -105,8 +106,17 @@ def build_world(
                 "pass force=True / --force to start over"
             )
         plan = None
-    if plan is None and build.exists():
+    if plan is None and (build / MOVING).exists():
+        shutil.rmtree(out)  # (the files already moved out of the build are that build's too)
+    elif plan is None and build.exists():
         shutil.rmtree(build)
+    if plan is not None and (build / MOVING).exists():  # stopped while moving the joined world into place
+        say("resuming", 0, 1)
+        checks_file = build / "checks.json"
+        violations = json.loads(checks_file.read_text()) if validate and checks_file.exists() else []
+        summary = move_joined(build, build / "graph", out, say)
+        return {**summary, "times": times, "violations": violations, "nodes": [],
+                "shards": len(plan["shards"]), "resumed_shards": len(plan["shards"])}  # fmt: skip
     graph, store = build / "graph", build / "store"
     t = time.perf_counter()
     build.mkdir(parents=True, exist_ok=True)
