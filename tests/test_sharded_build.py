@@ -287,6 +287,28 @@ def test_a_build_stopped_while_moving_its_files_into_place_resumes_to_the_same_w
         assert json.loads((path / "manifest.json").read_text())["seed"] == SEED + 1
 
 
+def test_a_shard_count_changed_between_runs_is_refused_not_built_into_wrong_page_ids(tmp_path, monkeypatch):
+    """Each shard's page ids start after the pages counted before it (``counts.json``). A count
+    changed while the build was stopped would shift every later page id, and the totals would
+    still agree: the resumed build checks each count against the pages its shard indexed."""
+    from fictionworld.web import join
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    path = tmp_path / "w"
+    monkeypatch.setattr(join, "_join_indexes", stop)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=2, shards=3)
+    monkeypatch.undo()
+    counts_file = path / BUILD_DIR / "counts.json"
+    counts = json.loads(counts_file.read_text())
+    counts["0"] += 1
+    counts_file.write_text(json.dumps(counts))
+    with pytest.raises(BuildError, match=r"shard-00000.done: shard 0 indexed \d+ pages, but counts.json says"):
+        build_world(small_spec(), SEED, path, workers=2, shards=3)
+
+
 def test_the_store_goes_once_every_shard_is_rendered_and_a_resumed_build_needs_it_not(reference, tmp_path, monkeypatch):
     """The render store is removed as soon as the last shard is rendered (while the last shards
     are indexed and the pages joined), and a build stopped after that resumes from its graph
