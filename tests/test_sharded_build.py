@@ -205,23 +205,31 @@ def test_the_driver_joins_the_pages_while_the_last_shard_is_indexed(reference, t
     assert fingerprint(path) == reference[1]
 
 
-def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(reference, tmp_path, monkeypatch):
-    """Killed between the page join and the index join: the joined pages and the finished
-    lexicon are kept (no shard, and not the lexicon, is made again) and the world is the same."""
-    from fictionworld.web import join, shards
-    from fictionworld.web.join import PAGES_DONE
+def stopped_before_the_index_join(path: Path, monkeypatch) -> Path:
+    """The reference world built in 3 shards to ``path`` and stopped between the page join and
+    the index join, as a kill would stop it; its build directory."""
+    from fictionworld.web import join
 
     def stop(*_):
         raise KeyboardInterrupt
 
-    path = tmp_path / "w"
     monkeypatch.setattr(join, "_join_indexes", stop)
     with pytest.raises(KeyboardInterrupt):
         build_world(small_spec(), SEED, path, workers=2, shards=3)
-    build = path / BUILD_DIR
+    monkeypatch.undo()
+    return path / BUILD_DIR
+
+
+def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(reference, tmp_path, monkeypatch):
+    """Killed between the page join and the index join: the joined pages and the finished
+    lexicon are kept (no shard, and not the lexicon, is made again) and the world is the same."""
+    from fictionworld.web import shards
+    from fictionworld.web.join import PAGES_DONE
+
+    path = tmp_path / "w"
+    build = stopped_before_the_index_join(path, monkeypatch)
     assert (build / PAGES_DONE).exists() and (build / "lexicon" / "meta.json").exists()
     assert not (build / "lexicon" / "part.json").exists()
-    monkeypatch.undo()
     calls = []
     monkeypatch.setattr(shards, "build_lexicon", lambda *a: calls.append(a))
     summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
@@ -291,17 +299,8 @@ def test_a_shard_count_changed_between_runs_is_refused_not_built_into_wrong_page
     """Each shard's page ids start after the pages counted before it (``counts.json``). A count
     changed while the build was stopped would shift every later page id, and the totals would
     still agree: the resumed build checks each count against the pages its shard indexed."""
-    from fictionworld.web import join
-
-    def stop(*_):
-        raise KeyboardInterrupt
-
     path = tmp_path / "w"
-    monkeypatch.setattr(join, "_join_indexes", stop)
-    with pytest.raises(KeyboardInterrupt):
-        build_world(small_spec(), SEED, path, workers=2, shards=3)
-    monkeypatch.undo()
-    counts_file = path / BUILD_DIR / "counts.json"
+    counts_file = stopped_before_the_index_join(path, monkeypatch) / "counts.json"
     counts = json.loads(counts_file.read_text())
     counts["0"] += 1
     counts_file.write_text(json.dumps(counts))
