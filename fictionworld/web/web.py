@@ -182,6 +182,8 @@ class Web:
             raise FileNotFoundError(f"{d} has no web (run `fictionworld index {d}`)") from None
         except json.JSONDecodeError as e:
             raise WebError(f"{d / 'web.json'}: not valid JSON ({e.msg})") from None
+        except UnicodeDecodeError as e:
+            raise WebError(f"{d / 'web.json'}: not text (UTF-8): {e.reason} at byte {e.start}") from None
         if meta.get("format") != WEB_FORMAT or meta.get("renderer") != RENDERER:
             raise WebError(f"{d}: web built by {meta.get('renderer')!r}, this is {RENDERER}; rebuild it")
         if meta.get("world_hash") != world.world_hash:
