@@ -153,8 +153,7 @@ def move_joined(build: Path, graph: Path, out: Path, say: Progress) -> dict:
             raise WebError(f"{source} is missing, and was not moved to {target}: the build cannot finish")
     (out / "web.json.tmp").write_text(json.dumps(state["web"], indent=2) + "\n")
     os.replace(out / "web.json.tmp", out / "web.json")
-    (out / "manifest.json.tmp").write_text(json.dumps(state["manifest"], indent=2))
-    os.replace(out / "manifest.json.tmp", out / "manifest.json")
+    write_json(out / "manifest.json", state["manifest"], indent=2)
     shutil.rmtree(build)
     say("joining shards", 3, 3)
     return state["summary"]

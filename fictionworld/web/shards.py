@@ -266,9 +266,9 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
         raise BuildError(f"{build / 'lexicon'}: the lexicon was not written")
     for s in range(len(shards)):  # (each page id is the pages counted before it: a wrong count moves them all)
         done = index_dir / f"shard-{s:05d}.done"
-        if done.read_text().strip() != str(counts[s]):
+        if (indexed_pages := done.read_text().strip()) != str(counts[s]):
             raise BuildError(
-                f"{done}: shard {s} indexed {done.read_text().strip()} pages, but {counts_file.name} says "
+                f"{done}: shard {s} indexed {indexed_pages} pages, but {counts_file.name} says "
                 f"{counts[s]}: the build's files were changed; remove {build} to start over"
             )
     return {"counts": counts, "violations": violations or [], "nodes": sorted(nodes), "resumed_shards": resumed}
