@@ -6,21 +6,44 @@ from __future__ import annotations
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "die_with_parent", "fetch", "node_name"]
+__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "die_with_parent", "fetch", "forked_pool", "node_name"]
 
 POOL_RESTARTS = 3  # a local worker killed mid-shard: start the pool again at most this often (Ray: task retries)
 
 
-def die_with_parent() -> None:
-    """Pool initializer: on Linux, ask for SIGKILL when the process that forked this one dies,
+def die_with_parent(sig: int | None = None) -> None:
+    """On Linux, ask for ``sig`` (default SIGKILL) when the process that forked this one dies,
     so a killed build leaves no worker rendering on as an orphan (elsewhere: nothing)."""
     import ctypes
     import signal
 
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL if sig is None else sig)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def _forked() -> None:
+    """Pool initializer: :func:`die_with_parent`, and the objects inherited from the parent
+    kept out of this process's garbage collection (``gc.freeze``). A forked child must not
+    free what its parent owns: a garbage cycle the parent had not collected yet would be
+    collected here, running native destructors (a search index's, Ray's) against threads and
+    locks that did not survive the fork; and a collection walking the whole inherited heap
+    would write to, and so copy, every page of it."""
+    import gc
+
+    die_with_parent()
+    gc.freeze()
+
+
+def forked_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` processes forked from this one, started by the first task submitted. The
+    parent's garbage is collected first, here, where its destructors are safe to run."""
+    import gc
+    import multiprocessing as mp
+
+    gc.collect()
+    return ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_forked)
 
 
 def node_name() -> str:
@@ -66,12 +89,6 @@ def fetch(handle):
     return handle
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    import multiprocessing as mp
-
-    return ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=die_with_parent)
-
-
 class LocalTasks:
     """Tasks in forked local processes; ``workers=1`` runs them in this process. ``side`` tasks
     (the lexicon and the checks, which read the whole graph) go to one extra process, let go
@@ -102,7 +119,7 @@ class LocalTasks:
         return SharedFile(path)
 
     def alone(self, fn, *args):
-        with _pool(1) as one:
+        with forked_pool(1) as one:
             return one.submit(fn, *args).result()
 
     def start(self, side: list) -> list:
@@ -110,9 +127,9 @@ class LocalTasks:
             return [self._now(fn, *args) for fn, *args in side]
         futures = []
         if side:
-            self.side = _pool(1)
+            self.side = forked_pool(1)
             futures = self._side_futures = [self.side.submit(fn, *args) for fn, *args in side]
-        self.pool = _pool(self.workers)
+        self.pool = forked_pool(self.workers)
         return futures
 
     @staticmethod

@@ -133,7 +133,7 @@ def test_the_graph_is_saved_the_same_by_a_forked_child_a_thread_or_in_turn(tmp_p
 
         return make
 
-    monkeypatch.setattr(shard_tasks, "ProcessPoolExecutor", spy("fork", shard_tasks.ProcessPoolExecutor))
+    monkeypatch.setattr(shard_tasks, "forked_pool", spy("fork", shard_tasks.forked_pool))
     monkeypatch.setattr(shard_tasks, "ThreadPoolExecutor", spy("thread", shard_tasks.ThreadPoolExecutor))
     for name, room, way in (("fork", 1 << 50, ["fork"]), ("thread", rss, ["thread"]), ("in turn", 0, [])):
 
@@ -257,3 +257,44 @@ def test_make_graph_writes_the_graph_and_store_that_the_world_in_memory_gives(tm
         assert names == sorted(p.name for p in (tmp_path / "b" / d).iterdir())
         for name in names:
             assert (tmp_path / "a" / d / name).read_bytes() == (tmp_path / "b" / d / name).read_bytes(), (d, name)
+
+
+class _Finalized:
+    """A garbage cycle that records which process destroyed it."""
+
+    def __init__(self, where):
+        self.where, self.me = where, self
+
+    def __del__(self):
+        import os
+
+        (self.where / str(os.getpid())).touch()
+
+
+def _collect() -> int:
+    import gc
+    import os
+
+    gc.collect()
+    return os.getpid()
+
+
+def test_a_forked_worker_never_destroys_what_its_parent_left_as_garbage(tmp_path):
+    """A forked worker's garbage collection leaves the inherited objects alone: the parent's
+    garbage (a search index, a Ray reference) is destroyed in the parent, whose threads and
+    locks its destructors expect, or nowhere."""
+    import gc
+    import os
+
+    from fictionworld.executors import forked_pool
+
+    pool = forked_pool(1)  # (it forks at the first task)
+    gc.disable()
+    try:
+        _Finalized(tmp_path)  # garbage now: a cycle, left for the collector
+        child = pool.submit(_collect).result()
+    finally:
+        gc.enable()
+        pool.shutdown()
+    gc.collect()
+    assert child != os.getpid() and {p.name for p in tmp_path.iterdir()} == {str(os.getpid())}

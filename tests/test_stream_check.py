@@ -71,6 +71,44 @@ def test_the_result_does_not_depend_on_the_workers(world, tmp_path):
     assert {v.kind for v in one} >= {K.CARDINALITY, K.INVERSE, K.GAZETTEER_COLLISION}
 
 
+_DYING = {}  # what a unit task does before its real work, set before the workers fork
+
+
+def _dying_unit(path, work, unit, limit):
+    """A unit task whose process dies (as by the OOM killer) the first ``times`` times it runs."""
+    import os
+
+    from fictionworld.check import stream
+
+    deaths = _DYING["dir"] / f"{os.getpid()}.died"
+    if len(list(_DYING["dir"].iterdir())) < _DYING["times"]:
+        deaths.touch()
+        os._exit(9)
+    return stream._real_check_unit(path, work, unit, limit)
+
+
+@pytest.mark.parametrize("deaths", [1, 4])
+def test_a_killed_check_worker_is_replaced_and_the_result_is_the_same(world, tmp_path, monkeypatch, deaths):
+    """A worker that dies mid-unit breaks the whole local pool: the units not done yet run again
+    in a new one, at most POOL_RESTARTS times, then a CheckError says so."""
+    from fictionworld.check import stream
+    from fictionworld.executors import POOL_RESTARTS
+
+    w = PLANTS[K.CARDINALITY](PLANTS[K.INVERSE](world))
+    path = saved(w, tmp_path)
+    one = check_world_dir(path, workers=1, max_facts=20_000)
+    (tmp_path / "deaths").mkdir()
+    _DYING.update(dir=tmp_path / "deaths", times=deaths)
+    monkeypatch.setattr(stream, "_real_check_unit", stream.check_unit, raising=False)
+    monkeypatch.setattr(stream, "check_unit", _dying_unit)
+    if deaths <= POOL_RESTARTS:
+        assert check_world_dir(path, workers=2, max_facts=20_000) == one
+    else:
+        with pytest.raises(stream.CheckError, match="died 4 times"):
+            check_world_dir(path, workers=2, max_facts=20_000)
+    assert len(list((tmp_path / "deaths").iterdir())) == deaths
+
+
 def test_fact_ids_used_twice_are_found_across_row_groups(world, tmp_path):
     from fictionworld import storage
 

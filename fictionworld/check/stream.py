@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,7 +30,7 @@ from fictionworld.records import Violation
 from fictionworld.records import ViolationKind as K
 from fictionworld.schema import ORDERED_ATTRIBUTES, PREDICATE_CODE, PREDICATES, RELATIONS
 
-__all__ = ["check_world_dir", "TOGETHER", "predicate_groups", "plan_units", "UNIT_FACTS"]
+__all__ = ["check_world_dir", "CheckError", "TOGETHER", "predicate_groups", "plan_units", "UNIT_FACTS"]
 
 TOGETHER: tuple[tuple[str, ...], ...] = (
     *ORDERED_ATTRIBUTES.values(),  # birth before death, an event's start before its end
@@ -49,6 +50,10 @@ UNIT_FACTS = 4_000_000
 peaked at about 1 GiB on a 1M-entity world."""
 
 Progress = Callable[[str, int, int], None]
+
+
+class CheckError(RuntimeError):
+    """A streamed check that could not be run to its end (not a violation in the world)."""
 
 
 def predicate_groups() -> list[tuple[int, ...]]:
@@ -213,7 +218,7 @@ def check_world_dir(
     At most ``limit_per_kind`` violations are listed per kind, in unit order; a final entry of a
     kind says how many more there were. ``stats``, if given, receives the units' sizes and CPU
     seconds."""
-    from fictionworld.executors import LocalTasks, RayTasks
+    from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks
     from fictionworld.streaming import SavedWorld
 
     path = Path(path)
@@ -227,13 +232,21 @@ def check_world_dir(
     try:
         t0 = time.perf_counter()
         check = StreamedCheck(path, work, limit_per_kind, max_facts)
-        runner.start([])
-        pending = {runner.submit(*job): key for key, job in check.start()}
-        while pending:
-            for f in runner.wait(pending):
-                for key, job in check.done(pending.pop(f), runner.result(f)):
-                    pending[runner.submit(*job)] = key
-                say("checking constraints", len(check.results), len(check.units) if check.planned else len(check.units) + 1)  # fmt: skip
+        for attempt in range(POOL_RESTARTS + 1):  # a local worker killed (Ray retries its own tasks)
+            try:
+                runner.start([])
+                pending = {runner.submit(*job): key for key, job in check.start()}  # (those not done)
+                while pending:
+                    for f in runner.wait(pending):
+                        for key, job in check.done(pending.pop(f), runner.result(f)):
+                            pending[runner.submit(*job)] = key
+                        say("checking constraints", len(check.results), len(check.units) if check.planned else len(check.units) + 1)  # fmt: skip
+                break
+            except BrokenProcessPool:
+                if attempt == POOL_RESTARTS:
+                    raise CheckError(f"{path}: the check's local workers died {POOL_RESTARTS + 1} times") from None
+            finally:
+                runner.stop()
         if stats is not None:
             stats.update(
                 units=[

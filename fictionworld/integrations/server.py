@@ -28,6 +28,7 @@ import sys
 import time
 
 from fictionworld.env.service import WorldService
+from fictionworld.executors import die_with_parent
 
 __all__ = ["run_server", "bind"]
 
@@ -183,7 +184,7 @@ def _worker(service: WorldService, app, sock: socket.socket, log_level: str, dra
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    _die_with_parent()
+    die_with_parent(signal.SIGTERM)  # no worker outlives the supervisor holding the port
     service.reopen_index()
     service.start_preload()  # (its own page tables: a fork does not copy those of shared file maps)
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False,
@@ -198,17 +199,3 @@ def _worker(service: WorldService, app, sock: socket.socket, log_level: str, dra
     server.handle_exit = handle_exit
     server.run(sockets=[sock])
     return 0
-
-
-def _die_with_parent() -> None:
-    """Linux: the worker gets SIGTERM when the supervisor dies (even by SIGKILL), so no worker
-    outlives it holding the port."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.executors import LocalTasks, RayTasks, die_with_parent
+from fictionworld.executors import LocalTasks, RayTasks, forked_pool
 from fictionworld.executors import node_name as _node
 from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.render import Renderer, plain_text
@@ -151,8 +151,6 @@ def write_graph(world, graph: str | Path, store: str | Path) -> None:
       in threads at 1M, for 0.22 GiB more peak RSS (a 10M world on a 24 GiB machine saves
       this way);
     - else one after the other."""
-    import multiprocessing as mp
-
     import psutil
 
     from fictionworld.storage import save_world
@@ -164,7 +162,7 @@ def write_graph(world, graph: str | Path, store: str | Path) -> None:
     saver = None
     if room > 3 * rss:
         _WORLDS[str(graph)] = world  # the child inherits it
-        saver = ProcessPoolExecutor(1, mp_context=mp.get_context("fork"), initializer=die_with_parent)
+        saver = forked_pool(1)
         saved = saver.submit(_save_inherited, str(graph))
     elif room > rss // 2:
         saver = ThreadPoolExecutor(1)
