@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["problem_lines", "field_names", "in_words"]
+__all__ = ["problem_lines", "field_names", "in_words", "is_native_panic"]
 
 _BOUNDS = {
     "greater_than_equal": (">=", "ge"),
@@ -125,3 +125,10 @@ def in_words(exc: Exception) -> str:
         return f"missing field {exc.args[0]!r}"
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def is_native_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust extension's panic (pyo3's ``PanicException``, which tantivy
+    raises on a damaged index). It derives from ``BaseException``, so ``except Exception``
+    lets it through, and its class cannot be imported: it is known by its name."""
+    return type(exc).__name__ == "PanicException" and not isinstance(exc, Exception)

@@ -275,6 +275,27 @@ def test_body_size_limit_by_length_and_while_reading(server):
     assert r.status_code == 413 and "over the limit" in r.json()["error"]
 
 
+def test_a_damaged_index_is_a_json_500_not_a_plain_text_one(saved_world):
+    """tantivy's panic on a damaged index, through the app in this process: the JSON error
+    every other failure gets (a BaseException would escape the app's handlers)."""
+    from web_helpers import Panicking, tantivy_panic
+
+    from fictionworld.integrations.http import create_app
+
+    service = WorldService.open(saved_world)
+    index = service.web.index
+    index.searcher = Panicking(tantivy_panic(index.searcher))
+
+    async def ask():
+        transport = httpx.ASGITransport(app=create_app(service), raise_app_exceptions=False)  # (as a server does)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.post("/search", json={"query": "robotics company"})
+
+    r = asyncio.run(ask())
+    assert r.status_code == 500 and r.headers["content-type"].startswith("application/json")
+    assert "DamagedIndexError" in r.json()["error"]
+
+
 def test_unknown_routes_and_methods(server):
     assert server.get("/retrieve").status_code == 405
     r = server.get("/nope")

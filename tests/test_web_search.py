@@ -146,6 +146,40 @@ def test_corrupt_or_foreign_web_files_are_clear_errors(world, tmp_path):
         Web.load(fw.World.load(d), d)
 
 
+def test_a_tantivy_panic_is_a_damaged_index_error_at_load_at_search_and_in_the_cli(saved_world, monkeypatch):
+    """A damaged index makes tantivy panic (pyo3's PanicException, a BaseException that every
+    ``except Exception`` misses): the index turns it into a DamagedIndexError naming the
+    index, Web.load into a WebError, and the CLI into one error line for any other panic."""
+    from web_helpers import Panicking, tantivy_panic
+
+    from fictionworld.errors import is_native_panic
+    from fictionworld.web import index as index_module
+    from fictionworld.web.index import DamagedIndexError
+
+    w = fw.World.load(saved_world)
+    panic = tantivy_panic(w.web.index.searcher)
+    assert is_native_panic(panic) and not isinstance(panic, Exception)
+    w.web.index.searcher = Panicking(panic)
+    where = re.escape(str(saved_world / "index"))
+    for call in (lambda: w.search("robotics company"), lambda: w.web.index.exact_titles("Anything")):
+        with pytest.raises(DamagedIndexError, match=f"{where}: the search index is damaged .*index --force"):
+            call()
+
+    def panics(*args, **kwargs):
+        raise panic
+
+    with monkeypatch.context() as m:
+        m.setattr(index_module.TantivyIndex, "__init__", panics)
+        with pytest.raises(WebError, match=f"{where}: the search index is damaged"):
+            fw.World.load(saved_world).search("robotics company")  # (the web opens when first used)
+        r = CliRunner().invoke(app, ["search", str(saved_world), "robotics company"])
+        assert r.exit_code == 2 and "the search index is damaged" in r.output and "Traceback" not in r.output
+    with monkeypatch.context() as m:
+        m.setattr(Web, "search", panics)  # a panic the index did not turn into an error
+        r = CliRunner().invoke(app, ["search", str(saved_world), "robotics company"])
+        assert r.exit_code == 1 and "error: unexpected PanicException" in r.output, r.output
+
+
 def test_cli_search_and_open(world, saved_world):
     runner = CliRunner()
     r = runner.invoke(app, ["search", str(saved_world), "robotics company", "--k", "3"])

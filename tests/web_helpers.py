@@ -28,3 +28,28 @@ def states(world, fact: Fact, markdown: str) -> bool:
     if isinstance(v, int):
         return float(v) in numbers
     return any(abs(x - v) < 1e-6 * max(1.0, abs(v)) for x in numbers)
+
+
+def tantivy_panic(searcher) -> BaseException:
+    """A real pyo3 ``PanicException``, raised by tantivy itself (a document address out of
+    range), as a damaged index raises one: a ``BaseException``, not an ``Exception``."""
+    import tantivy
+
+    try:
+        searcher.doc(tantivy.DocAddress(10**6, 0))
+    except BaseException as exc:  # noqa: BLE001
+        return exc
+    raise AssertionError("tantivy did not panic on a document address out of range")
+
+
+class Panicking:
+    """A tantivy searcher stand-in whose every method raises ``panic``."""
+
+    def __init__(self, panic: BaseException):
+        self.panic = panic
+
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            raise self.panic
+
+        return fail

@@ -151,8 +151,13 @@ class _Guarded(TyperGroup):
             return super().invoke(ctx)
         except _CLI_SIGNALS:
             raise
-        except Exception as exc:
-            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        except BaseException as exc:  # (a Rust extension's panic is no Exception, but an error all the same)
+            from fictionworld.errors import is_native_panic
+
+            if not (isinstance(exc, Exception) or is_native_panic(exc)) or os.environ.get(DEBUG_ENV, "") not in (
+                "",
+                "0",
+            ):
                 raise
             lines, code = _explain(exc)
             error_lines(lines)

@@ -10,6 +10,7 @@ the one case where tantivy's merge of segments does not keep it).
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from fictionworld.errors import is_native_panic
 from fictionworld.folding import fold_phrase
 from fictionworld.web.common_clauses import ANY_SCORE, CommonClauses
 from fictionworld.web.index_files import (
@@ -36,6 +38,7 @@ from fictionworld.web.index_schema import _analyzer, _document, _schema
 __all__ = [
     "SearchBackend",
     "TantivyIndex",
+    "DamagedIndexError",
     "TITLE_BOOST",
     "COMMON_SHARE",
     "COMMON_CLAUSE",
@@ -100,6 +103,34 @@ class SearchBackend(Protocol):
     def search(self, tokens: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
         """Best ``n`` page ids and their scores, best first, ties by page id."""
         ...
+
+
+class DamagedIndexError(RuntimeError):
+    """tantivy failed on the index's files (a panic inside it): they are damaged."""
+
+
+def _damaged(path: Path | None, exc: BaseException) -> DamagedIndexError:
+    what = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return DamagedIndexError(
+        f"{path or 'the search index'}: the search index is damaged (tantivy failed: {what}); "
+        "rebuild it with `fictionworld index --force`"
+    )
+
+
+def _native(method):
+    """A method whose tantivy panic (a ``BaseException`` every ``except Exception`` misses: a
+    CLI traceback, a server's plain-text 500) comes out as a :class:`DamagedIndexError`."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException as exc:
+            if is_native_panic(exc):
+                raise _damaged(self.path, exc) from None
+            raise
+
+    return call
 
 
 class TantivyIndex:
@@ -175,7 +206,12 @@ class TantivyIndex:
         path = Path(path)
         if not (path / "meta.json").exists():
             raise FileNotFoundError(f"no search index in {path}")
-        return cls(tantivy.Index.open(str(path)), path)
+        try:
+            return cls(tantivy.Index.open(str(path)), path)
+        except BaseException as exc:
+            if is_native_panic(exc):
+                raise _damaged(path, exc) from None
+            raise
 
     @property
     def version(self) -> str:
@@ -184,9 +220,11 @@ class TantivyIndex:
     def analyze(self, text: str) -> list[str]:
         return self._analyzer.analyze(text)
 
+    @_native
     def doc_freq(self, token: str) -> int:
         return self._field_df("body", token) + self._field_df("title", token)
 
+    @_native
     def exact_titles(self, title: str, n: int = 10_000) -> list[int]:
         """Ids (ascending) of the pages titled ``title``, case, accents and spacing aside."""
         key = fold_phrase(title)
@@ -207,6 +245,7 @@ class TantivyIndex:
             np.fromiter((a.doc for a in addresses), np.int64, len(addresses)),
         )
 
+    @_native
     def search(self, tokens: list[str], n: int, hide: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
         """BM25 over the title (boosted) and body clauses of ``tokens``: best ``n`` page ids and
         scores, best first, ties by page id, leaving out the pages of the perturbation layers

@@ -18,7 +18,7 @@ from fictionworld.folding import fold_phrase
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import mix64
 from fictionworld.web.arrow import save_array
-from fictionworld.web.index import SearchBackend, TantivyIndex
+from fictionworld.web.index import DamagedIndexError, SearchBackend, TantivyIndex
 from fictionworld.web.lexicon import (
     LEXICON_DIR,
     Lexicon,
@@ -198,6 +198,8 @@ class Web:
             index = TantivyIndex.open(d / "index")
         except (OSError, ValueError) as e:
             raise WebError(f"{d / 'index'}: unreadable search index ({e})") from None
+        except DamagedIndexError as e:
+            raise WebError(str(e)) from None
         if index.num_docs != len(pages):
             raise WebError(f"{d / 'index'}: {index.num_docs} documents for {len(pages)} pages; rebuild it")
         try:
