@@ -15,7 +15,7 @@ import xxhash
 
 from fictionworld.reading import WorldFormatError, unreadable
 
-__all__ = ["DIGEST", "file_digests", "check_digests", "DigestsOnRead"]
+__all__ = ["DIGEST", "file_digests", "check_digests", "check_files", "DigestsOnRead"]
 
 # The digest a manifest records for each data file: xxHash's XXH3, 128 bits. It catches a
 # corrupt or changed file as a cryptographic digest would (one chance in 2**128 of missing it),
@@ -87,19 +87,43 @@ def _identity(path: Path, name: str) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _mismatch(path: Path, name: str, recorded: dict, kind: str | None, size: int) -> str | None:
-    """Why data file ``name`` (``size`` bytes) is not the one the manifest records, or None;
+def _mismatch(
+    path: Path, name: str, recorded: dict, kind: str | None, size: int, record: str = "the manifest"
+) -> str | None:
+    """Why data file ``name`` (``size`` bytes) is not the one ``record`` records, or None;
     its digest compared too with ``kind``. A file that cannot be read raises."""
     if size != recorded[name].get("bytes"):
-        return f"{path}: {name} has another size than the manifest records (truncated or modified)"
+        return f"{path}: {name} has another size than {record} records (truncated or modified)"
     if kind is not None:
         try:
             actual = file_digests(path, (name,), kind)[name][kind]
         except OSError as exc:
             raise unreadable(path / name, exc) from None
         if actual != recorded[name][kind]:
-            return f"{path}: {name} does not match the manifest's digest (modified or corrupt)"
+            return f"{path}: {name} does not match {record}'s digest (modified or corrupt)"
     return None
+
+
+def check_files(path: Path, recorded: dict, *, digests: bool, record: str, progress=None) -> None:
+    """Every file ``recorded`` names (``{relative name: {"bytes": size, DIGEST: hex}}``, as
+    :func:`file_digests` gives) against the files under ``path``: all their sizes first, then,
+    with ``digests``, their digests, one :class:`~fictionworld.reading.WorldFormatError` naming
+    the first that differs and ``record`` (the file that records them). ``progress(done, total)``
+    is called with the bytes hashed."""
+    if not isinstance(recorded, dict) or not all(isinstance(v, dict) for v in recorded.values()):
+        raise WorldFormatError(f"{path}: {record}'s file list is not a map of file names to sizes and digests")
+    for name in recorded:
+        _raise(_mismatch(path, name, recorded, None, _identity(path, name)[2], record))
+    if digests:
+        total, done = sum(int(v.get("bytes") or 0) for v in recorded.values()), 0
+        for name, v in recorded.items():
+            kind = next((k for k in _DIGESTS if k in v), None)
+            if kind is None:
+                raise WorldFormatError(f"{path}: {record} records no digest of a known kind for {name}")
+            _raise(_mismatch(path, name, recorded, kind, v["bytes"], record))
+            done += v["bytes"]
+            if progress is not None:
+                progress(done, total)
 
 
 class DigestsOnRead:

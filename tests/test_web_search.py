@@ -146,6 +146,58 @@ def test_corrupt_or_foreign_web_files_are_clear_errors(world, tmp_path):
         Web.load(fw.World.load(d), d)
 
 
+def _web_file(d, which: str):
+    if which == "index segment":
+        return max((d / "index").glob("*.idx"), key=lambda p: p.stat().st_size)
+    return d / which
+
+
+@pytest.mark.parametrize("which", ["pages.arrow", "pages.codes.npy", "index segment", "lexicon/names.arrow"])
+def test_one_flipped_bit_in_any_web_file_fails_validate_naming_the_file(saved_world, tmp_path, which):
+    """Arrow, NumPy and tantivy files carry no checksum of their own (a flipped bit in the
+    pages' offsets aborted the process that read that page): web.json records every web
+    file's size and digest, and ``validate`` checks them."""
+    import shutil
+
+    d = tmp_path / "w"
+    shutil.copytree(saved_world, d)
+    r = CliRunner().invoke(app, ["validate", str(d), "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["web_files_verified"] is True, r.output
+    f = _web_file(d, which)
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    f.write_bytes(data)
+    r = CliRunner().invoke(app, ["validate", str(d)])
+    name = f.relative_to(d).as_posix()
+    assert r.exit_code == 2 and f"{name} does not match web.json's digest" in r.output, r.output
+    f.write_bytes(data[:-1])  # a shorter file: Web.load sees it too (a stat, not a read)
+    with pytest.raises(WebError, match=f"{re.escape(name)} has another size than web.json records"):
+        fw.World.load(d).search("robotics company")
+
+
+def test_searching_writes_no_web_file_and_a_web_saved_without_digests_still_opens(saved_world, tmp_path):
+    import shutil
+
+    from fictionworld.web.web_files import verify_web, web_file_names
+
+    d = tmp_path / "w"
+    shutil.copytree(saved_world, d)
+    w = fw.World.load(d)
+    for q in ("robotics company", "who founded", "festival 1977", "xyzzy"):
+        w.search(q)
+    w.open(w.search("robotics company")[0].url)
+    meta = json.loads((d / "web.json").read_text())
+    assert sorted(meta["files"]) == web_file_names(d) and verify_web(d) is True
+    assert {"pages.arrow", "pages.codes.npy"} <= set(meta["files"]) and any(
+        n.startswith("index/") for n in meta["files"]
+    )
+    assert any(n.startswith("lexicon/") for n in meta["files"])
+    (d / "web.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "files"}))
+    assert verify_web(d) is False and fw.World.load(d).search("robotics company")
+    r = CliRunner().invoke(app, ["validate", str(d), "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["web_files_verified"] is False, r.output
+
+
 def test_a_tantivy_panic_is_a_damaged_index_error_at_load_at_search_and_in_the_cli(saved_world, monkeypatch):
     """A damaged index makes tantivy panic (pyo3's PanicException, a BaseException that every
     ``except Exception`` misses): the index turns it into a DamagedIndexError naming the

@@ -186,7 +186,11 @@ def validate(
     limit: Annotated[int, typer.Option(help="List at most this many violations per kind (>= 1).", min=1)] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     verify_hash: Annotated[
-        bool, typer.Option("--verify-hash/--no-verify-hash", help="Refuse content that differs from the manifest hash.")
+        bool,
+        typer.Option(
+            "--verify-hash/--no-verify-hash",
+            help="Refuse content that differs from the manifest hash, or web files that differ from web.json.",
+        ),
     ] = True,
     workers: Annotated[int | None, workers_option("checking")] = None,
     use_ray: Annotated[bool, ray_option("Check")] = False,
@@ -196,11 +200,16 @@ def validate(
 
     The world is read a few predicates at a time, in tasks over local processes (or Ray with
     --ray), so a world of any size is checked in bounded memory; the content hash is computed
-    a column at a time. Use --no-verify-hash to check a world whose Parquet files were edited
-    by hand."""
+    a column at a time, and each file of the web (pages, index, lexicon) against the size and
+    digest its web.json records. Use --no-verify-hash to check a world whose Parquet files were
+    edited by hand."""
     from fictionworld.check.stream import check_world_dir
     from fictionworld.storage import WorldFormatError
     from fictionworld.streaming import SavedWorld, stream_world_hash
+    from fictionworld.web.pages import WebError
+    from fictionworld.web.web_files import WEB_JSON, verify_web
+
+    web_files = None  # whether the web's files were checked against digests (None: no web, or not asked)
 
     with _bar(transient=True) as progress:
         task = progress.add_task(f"reading {world_dir}", total=None)
@@ -210,6 +219,9 @@ def validate(
                 progress.update(task, description="verifying the content hash")
                 if stream_world_hash(world_dir) != saved.manifest["world_hash"]:
                     fail(f"{world_dir}: content does not match the manifest's world_hash (modified or corrupt)")
+                if (world_dir / WEB_JSON).exists():
+                    progress.update(task, description="verifying the web's files")
+                    web_files = verify_web(world_dir, lambda done, total: progress.update(task, completed=done, total=total))  # fmt: skip
 
             def step(stage: str, done: int, total: int) -> None:
                 progress.update(task, description=stage, completed=done, total=total)
@@ -218,7 +230,7 @@ def validate(
                 world_dir, limit_per_kind=limit, workers=workers, use_ray=use_ray or bool(address), address=address,
                 progress=step,
             )  # fmt: skip
-        except WorldFormatError as exc:
+        except (WorldFormatError, WebError) as exc:
             fail(str(exc))
     n_ent, n_facts = saved.manifest["counts"]["entities"], saved.manifest["counts"]["facts"]
     if as_json:
@@ -228,6 +240,7 @@ def validate(
                     "world": str(world_dir),
                     "world_hash": saved.manifest["world_hash"],
                     "ok": not violations,
+                    "web_files_verified": web_files,
                     "violations": [v.model_dump(mode="json") for v in violations],
                 },
                 indent=2,

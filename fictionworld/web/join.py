@@ -39,6 +39,7 @@ from fictionworld.web.pages import (
 )
 from fictionworld.web.pagetext import TextCodec, sample_rows, stored_schema
 from fictionworld.web.urls import unique_urls, with_urls
+from fictionworld.web.web_files import web_manifest, write_web_json
 
 __all__ = ["join_shards", "join_pages", "move_joined", "PAGE_BATCH", "PAGES_DONE", "MOVING"]
 
@@ -116,7 +117,6 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     if joined.num_docs != offset:
         raise WebError(f"{index}: {joined.num_docs} documents for {offset} pages")
     write_common_best(joined, join_common_terms(parts))  # (every term, where a shard listed none)
-    from fictionworld.web.web import web_manifest
 
     web_json = web_manifest(manifest["world_hash"], manifest["spec"].get("web", {}), offset, joined)
     summary = {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
@@ -151,8 +151,7 @@ def move_joined(build: Path, graph: Path, out: Path, say: Progress) -> dict:
             os.replace(source, target)
         elif not target.exists():
             raise WebError(f"{source} is missing, and was not moved to {target}: the build cannot finish")
-    (out / "web.json.tmp").write_text(json.dumps(state["web"], indent=2) + "\n")
-    os.replace(out / "web.json.tmp", out / "web.json")
+    write_web_json(out, state["web"])  # (with the digests of the files now in ``out``)
     write_json(out / "manifest.json", state["manifest"], indent=2)
     shutil.rmtree(build)
     say("joining shards", 3, 3)

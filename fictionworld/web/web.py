@@ -3,7 +3,6 @@ and ``open`` tools, per-episode knobs, and sessions that inject tool faults."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile
@@ -53,6 +52,7 @@ from fictionworld.web.session import (  # noqa: F401  (FAULT_TEXT: importable fr
     format_results,
 )
 from fictionworld.web.text import first_surrogate, short_repr
+from fictionworld.web.web_files import WEB_FORMAT, check_web_files, read_web_json, web_manifest, write_web_json
 
 __all__ = [
     "Web",
@@ -66,25 +66,10 @@ __all__ = [
     "MAX_QUERY_CHARS",
 ]
 
-WEB_FORMAT = "fictionworld-web/1"
 MAX_QUERY_CHARS = 1_000
 MAX_PAGE = 100
 COMMON_WORD_PAGES = 25
 RESULTS_KEPT = 20_000  # results a Web keeps (KeptPages): 1.7 KB each at most, measured at 1M
-
-
-def web_manifest(world_hash: str, web_spec: dict, pages: int, index: SearchBackend) -> dict:
-    """``web.json`` of a template web: format, renderer, backend, world and page count."""
-    version = getattr(index, "version", None)
-    return {
-        "format": WEB_FORMAT,
-        "renderer": RENDERER,
-        "backend": f"{index.name} {version}" if version else index.name,
-        "world_hash": world_hash,
-        "perturbation_pool": web_spec.get("perturbation_pool"),
-        "block": web_spec.get("block"),
-        "pages": pages,
-    }
 
 
 ARTICLES_FILE = articles_path(Path("pages.arrow")).name
@@ -166,7 +151,7 @@ class Web:
         forms = self.lexicon.forms if self.lexicon is not None else entity_forms(self.world.entities)
         write_lexicon(d / LEXICON_DIR, self.linker, forms)
         finish_lexicon(d / LEXICON_DIR, self._speller, self.world.world_hash)
-        (d / "web.json").write_text(json.dumps(self.manifest(), indent=2) + "\n")
+        write_web_json(d, self.manifest())
 
     def manifest(self) -> dict:
         web = self.world.spec.web
@@ -176,18 +161,12 @@ class Web:
     @classmethod
     def load(cls, world, directory: str | Path) -> Web:
         d = Path(directory)
-        try:
-            meta = json.loads((d / "web.json").read_text())
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{d} has no web (run `fictionworld index {d}`)") from None
-        except json.JSONDecodeError as e:
-            raise WebError(f"{d / 'web.json'}: not valid JSON ({e.msg})") from None
-        except UnicodeDecodeError as e:
-            raise WebError(f"{d / 'web.json'}: not text (UTF-8): {e.reason} at byte {e.start}") from None
+        meta = read_web_json(d)
         if meta.get("format") != WEB_FORMAT or meta.get("renderer") != RENDERER:
             raise WebError(f"{d}: web built by {meta.get('renderer')!r}, this is {RENDERER}; rebuild it")
         if meta.get("world_hash") != world.world_hash:
             raise WebError(f"{d}: the web was built for another world (hash mismatch); rebuild it")
+        check_web_files(d, meta)  # (their sizes: `fictionworld validate` reads them whole)
         try:
             pages = PageTable.load(d / "pages.arrow")
         except (OSError, ValueError) as e:
