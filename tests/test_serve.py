@@ -335,6 +335,40 @@ def test_request_time_limit_answers_504(saved_world, world):
         assert s.post("/retrieve", {"queries": queries[:1]}).status_code == 200
 
 
+def test_a_body_that_stalls_gets_408_at_the_time_limit_and_gives_its_place_back(saved_world):
+    """Clients that send part of a body and stop: each is answered 408 when the request's time
+    limit passes, and the worker's places they held are free again (before, two such clients
+    held a worker of --max-in-flight 2 for ever: every later request got 503)."""
+    import socket
+
+    def stalled() -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\n\r\n" + b'{"query": "rob')  # fmt: skip
+        return sock
+
+    def reply(sock: socket.socket) -> bytes:
+        data = b""
+        while b"}" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    with running(saved_world, "--workers", "1", "--max-in-flight", "2", "--timeout", "1.5") as s:
+        socks = [stalled() for _ in range(2)]
+        time.sleep(0.3)
+        assert s.post("/search", {"query": "robotics company"}).status_code == 503  # both places held
+        for sock in socks:
+            data = reply(sock)
+            assert data.startswith(b"HTTP/1.1 408") and b"not received within the time limit of 1.5 s" in data, data
+            sock.close()
+        r = s.post("/search", {"query": "robotics company"})
+        assert r.status_code == 200 and r.json()
+        assert re.search(r'requests_total\{worker="\d+",path="/search",status="408"\} 2\n', s.get("/metrics").text)
+
+
 def test_sigterm_drains_in_flight_requests_then_exits_0(saved_world, world):
     queries = (world.entities.name.tolist() * 3)[:1000]
     s = start(saved_world, "--workers", "2")

@@ -74,7 +74,12 @@ def serve(
         int, typer.Option(help="Passages per query when a /retrieve request gives no topk.", min=1, max=1000)
     ] = 3,  # fmt: skip
     timeout: Annotated[
-        float, typer.Option(help="Seconds a request may take before it is answered 504.", min=0.001, max=3600)
+        float,
+        typer.Option(
+            help="Seconds a request may take before it is answered 504 (408 when its body was not all sent by then).",
+            min=0.001,
+            max=3600,
+        ),
     ] = 30.0,  # fmt: skip
     ray_serve: Annotated[
         bool,

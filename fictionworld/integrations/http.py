@@ -136,14 +136,14 @@ class _Guard:
             # Every POST body is JSON, whatever the client says (curl -d sends a form type).
             scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"content-type"] + [
                 (b"content-type", b"application/json")]  # fmt: skip
-        scope.setdefault("state", {})["deadline"] = Deadline(lim.request_timeout_s)
+        deadline = scope.setdefault("state", {})["deadline"] = Deadline(lim.request_timeout_s)
         stats.in_flight += 1
         try:
             # Let every request the worker has already read reach this count before any of them
             # works: handlers compute without awaiting, so without this yield the requests
             # waiting on the event loop would never be counted and the cap would never bite.
             await asyncio.sleep(0)
-            await self.app(scope, _capped(receive, lim), send_counted)
+            await self.app(scope, _capped(receive, lim, deadline), send_counted)
         finally:
             stats.in_flight -= 1
             stats.requests[(path if path in _ROUTES else "other", status[0])] += 1
@@ -164,17 +164,25 @@ def _too_large(size: int, lim: Limits) -> str:
     return f"request body of {size:,} bytes is over the limit of {lim.max_body_bytes:,}"
 
 
-def _capped(receive, lim: Limits):
-    """``receive`` that refuses (413) a body growing past the limit, e.g. one sent chunked."""
-    seen = 0
+def _capped(receive, lim: Limits, deadline: Deadline):
+    """``receive`` that refuses (413) a body growing past the limit, e.g. one sent chunked, and
+    (408) one not all received by the request's deadline: a client that sends part of a body and
+    stalls would otherwise hold one of the worker's ``max_in_flight`` places for ever."""
+    seen, whole = 0, False
 
     async def wrapped():
-        nonlocal seen
-        message = await receive()
+        nonlocal seen, whole
+        if whole:  # (after the body: waiting for the client to disconnect, which has no deadline)
+            return await receive()
+        try:
+            message = await asyncio.wait_for(receive(), max(deadline.end - time.monotonic(), 0.0))
+        except TimeoutError:
+            raise HTTPException(408, f"request body not received within the time limit of {lim.request_timeout_s:g} s") from None  # fmt: skip
         if message["type"] == "http.request":
             seen += len(message.get("body", b""))
             if seen > lim.max_body_bytes:
                 raise HTTPException(413, f"request body is over the limit of {lim.max_body_bytes:,} bytes")
+            whole = not message.get("more_body", False)
         return message
 
     return wrapped
