@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from fictionworld.dates import NA_DATE
 from fictionworld.digests import DIGEST, DigestsOnRead, check_digests, file_digests
@@ -265,7 +265,7 @@ def read_manifest(path: str | Path) -> dict:
     if not isinstance(fmt, str) or "/" not in fmt or fmt.split("/")[0] != FORMAT_NAME:
         raise WorldFormatError(f"{path}: foreign format {fmt!r}; this reads {FORMAT}")
     version = fmt.split("/", 1)[1]
-    if not version.isdigit():
+    if not (version.isascii() and version.isdigit()):  # ("²".isdigit() is true, and int() refuses it)
         raise WorldFormatError(f"{path}: unknown format version {fmt!r}; this reads {FORMAT}")
     if int(version) > FORMAT_VERSION_INT:
         raise WorldFormatError(
@@ -273,10 +273,33 @@ def read_manifest(path: str | Path) -> dict:
         )
     if int(version) < FORMAT_VERSION_INT:
         raise WorldFormatError(f"{path}: format {fmt} is older than {FORMAT}; regenerate the world")
-    for key in ("seed", "spec", "counts", "world_hash"):
-        if key not in manifest:
-            raise WorldFormatError(f"{mf}: missing field {key!r}")
+    try:
+        _ManifestShape.model_validate(manifest)
+    except ValidationError as exc:
+        from fictionworld.errors import problem_lines
+
+        raise WorldFormatError(f"{mf}: " + "; ".join(problem_lines(exc))) from None
     return manifest
+
+
+class _Counts(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    entities: StrictInt = Field(ge=0)
+    facts: StrictInt = Field(ge=0)
+
+
+class _ManifestShape(BaseModel):
+    """What a manifest's fields must be, for a clear error naming ``manifest.json`` rather than
+    a bare TypeError wherever a field of the wrong type is first used. (``spec`` is checked by
+    :class:`~fictionworld.spec.WorldSpec` when the world is loaded; ``files`` by the digests.)"""
+
+    model_config = ConfigDict(extra="allow")
+    seed: StrictInt = Field(ge=0)
+    spec: dict
+    counts: _Counts
+    world_hash: StrictStr
+    generators: dict[str, object] = {}
+    files: dict[str, dict] | None = None
 
 
 VerifyMode = Literal["content", "files", "on-read", "none"]

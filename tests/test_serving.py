@@ -105,6 +105,14 @@ def _copy(saved_world, tmp_path):
     return d
 
 
+def _unrecorded(d):
+    """``d`` as a web saved before web.json recorded its files' sizes and digests: what the
+    loader's own checks of each file stand behind."""
+    meta = json.loads((d / "web.json").read_text())
+    (d / "web.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "files"}))
+    return d
+
+
 def test_file_digests_catch_a_changed_byte_and_a_short_file(saved_world, tmp_path):
     d = _copy(saved_world, tmp_path)
     data = bytearray((d / "facts.parquet").read_bytes())
@@ -302,6 +310,10 @@ def test_the_lexicon_gives_each_entity_its_name_and_aliases(saved_world, world):
 def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path):
     d = _copy(saved_world, tmp_path)
     codes = np.load(d / "pages.codes.npy")
+    np.save(d / "pages.codes.npy", codes[:, :-1])
+    with pytest.raises(WebError, match="pages.codes.npy has another size than web.json records"):
+        load_world(d).web  # noqa: B018
+    _unrecorded(d)
     for bad in (codes[:, :-1], codes.astype(np.int16), codes[::-1] * 5, -codes - 1):
         np.save(d / "pages.codes.npy", bad)
         with pytest.raises(WebError, match="not the kind and layer codes of"):
@@ -311,7 +323,7 @@ def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path)
 
 
 def test_the_saved_page_columns_are_mapped_not_copied_and_checked(saved_world, world, tmp_path):
-    d = _copy(saved_world, tmp_path)
+    d = _unrecorded(_copy(saved_world, tmp_path))  # (the loader's own checks, behind the sizes)
     served = load_world(d, verify=False).web.pages
     table = served.table
     want = {c: table.column(c) for c in ("u", "entity", "published")}
@@ -351,7 +363,7 @@ def test_the_saved_page_columns_are_mapped_not_copied_and_checked(saved_world, w
 
 
 def test_the_saved_article_map_is_read_and_checked_not_trusted(saved_world, world, tmp_path):
-    d = _copy(saved_world, tmp_path)
+    d = _unrecorded(_copy(saved_world, tmp_path))  # (the loader's own checks, behind the sizes)
     articles = np.load(d / "pages.articles.npy")
     served = load_world(d, verify=False).web
     assert isinstance(served.pages.articles, np.ndarray) and served.pages.articles.tolist() == articles.tolist()
@@ -388,7 +400,7 @@ def test_the_saved_article_map_is_read_and_checked_not_trusted(saved_world, worl
 
 
 def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):
-    d = _copy(saved_world, tmp_path)
+    d = _unrecorded(_copy(saved_world, tmp_path))
     meta = json.loads((d / "lexicon" / "meta.json").read_text())
     (d / "lexicon" / "meta.json").write_text(json.dumps({**meta, "world_hash": "0" * 40}))
     with pytest.raises(WebError, match="lexicon was built for another world; rebuild it"):

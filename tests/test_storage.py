@@ -1,6 +1,7 @@
 """Format fictionworld/1: round trip, and a clear one-line error for every kind of bad directory."""
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -132,6 +133,29 @@ def test_bad_directories_give_one_clear_line(saved_world, tmp_path, breaker, mat
     with pytest.raises(WorldFormatError, match=match) as info:
         load_world(d)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        ("counts", [1, 2], "field 'counts': must be an object"),
+        ("counts", {"entities": "many", "facts": 3}, "field 'counts.entities': must be a whole number"),
+        ("seed", "three", "field 'seed': must be a whole number, not 'three'"),
+        ("seed", True, "field 'seed': must be a whole number"),
+        ("generators", 5, "field 'generators': must be an object"),
+        ("world_hash", 7, "field 'world_hash': must be text"),
+        ("format", "fictionworld/²", "unknown format version"),  # ("²".isdigit() is true)
+    ],
+)
+def test_manifest_fields_of_the_wrong_type_are_one_line_naming_the_manifest(saved_world, tmp_path, field, value, says):
+    """Before: a bare AttributeError, TypeError or ValueError wherever the field was first used."""
+    d = _copy(saved_world, tmp_path)
+    m = json.loads((d / "manifest.json").read_text())
+    (d / "manifest.json").write_text(json.dumps(m | {field: value}))
+    for verify in (True, "on-read"):
+        with pytest.raises(WorldFormatError, match=re.escape(says)) as info:
+            load_world(d, verify=verify)
+        assert "\n" not in str(info.value) and ("manifest.json" in str(info.value) or field == "format")
 
 
 def test_missing_directory(tmp_path):

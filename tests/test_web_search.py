@@ -137,6 +137,8 @@ def test_corrupt_or_foreign_web_files_are_clear_errors(world, tmp_path):
     (d / "web.json").write_text(json.dumps(meta | {"world_hash": "0" * 40}))
     with pytest.raises(WebError, match="another world"):
         Web.load(fw.World.load(d), d)
+    r = CliRunner().invoke(app, ["validate", str(d)])  # the graph checks out, so the web is the one
+    assert r.exit_code == 2 and "web.json: built for another world" in r.output, r.output
     (d / "web.json").write_bytes(b'{"format": "\xff"}')  # one byte that is no UTF-8
     with pytest.raises(WebError, match=r"web.json: not text \(UTF-8\)"):
         Web.load(fw.World.load(d), d)

@@ -221,7 +221,8 @@ def validate(
                     fail(f"{world_dir}: content does not match the manifest's world_hash (modified or corrupt)")
                 if (world_dir / WEB_JSON).exists():
                     progress.update(task, description="verifying the web's files")
-                    web_files = verify_web(world_dir, lambda done, total: progress.update(task, completed=done, total=total))  # fmt: skip
+                    web_files = verify_web(world_dir, lambda done, total: progress.update(task, completed=done, total=total),
+                                           world_hash=saved.manifest["world_hash"])  # fmt: skip
 
             def step(stage: str, done: int, total: int) -> None:
                 progress.update(task, description=stage, completed=done, total=total)

@@ -165,7 +165,10 @@ class Web:
         if meta.get("format") != WEB_FORMAT or meta.get("renderer") != RENDERER:
             raise WebError(f"{d}: web built by {meta.get('renderer')!r}, this is {RENDERER}; rebuild it")
         if meta.get("world_hash") != world.world_hash:
-            raise WebError(f"{d}: the web was built for another world (hash mismatch); rebuild it")
+            raise WebError(
+                f"{d}: web.json's world_hash is not the manifest's: the web was built for another world "
+                "(rebuild it), or one of the two files was changed (`fictionworld validate` tells which)"
+            )
         check_web_files(d, meta)  # (their sizes: `fictionworld validate` reads them whole)
         try:
             pages = PageTable.load(d / "pages.arrow")

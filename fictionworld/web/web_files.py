@@ -21,6 +21,7 @@ __all__ = ["WEB_FORMAT", "WEB_JSON", "web_manifest", "web_file_names", "write_we
 
 WEB_FORMAT = "fictionworld-web/1"
 WEB_JSON = "web.json"
+PAGES = "pages.arrow"
 
 
 def web_manifest(world_hash: str, web_spec: dict, pages: int, index) -> dict:
@@ -76,20 +77,27 @@ def read_web_json(d: Path) -> dict:
 def check_web_files(d: Path, meta: dict, *, digests: bool = False, progress=None) -> None:
     """The web's files against what ``web.json`` (``meta``) records: their sizes, and with
     ``digests`` their digests (reading every byte). A web saved before its files were recorded
-    passes unchecked."""
+    passes unchecked, and so does a missing file the web can do without (the arrays beside
+    the pages, the lexicon: computed from the pages when first needed)."""
     if "files" not in meta:
         return
+    files = meta["files"]
+    if isinstance(files, dict):  # (a file the web can do without, deleted, is made again when needed)
+        files = {n: v for n, v in files.items() if n == PAGES or n.startswith("index/") or (d / n).exists()}
     try:
-        check_files(d, meta["files"], digests=digests, record=WEB_JSON, progress=progress)
+        check_files(d, files, digests=digests, record=WEB_JSON, progress=progress)
     except WorldFormatError as e:
         raise WebError(f"{e}; rebuild the web (`fictionworld index --force`)") from None
 
 
-def verify_web(d: str | Path, progress=None) -> bool:
+def verify_web(d: str | Path, progress=None, world_hash: str | None = None) -> bool:
     """Every file of the web of world directory ``d`` against the sizes and digests in its
     ``web.json``: True when they match, False when ``web.json`` records none (a web saved
-    before they were), a :class:`WebError` naming the first file that differs."""
+    before they were), a :class:`WebError` naming the first file that differs; and, given the
+    graph's verified ``world_hash``, the one ``web.json`` was built for."""
     d = Path(d)
     meta = read_web_json(d)
+    if world_hash is not None and meta.get("world_hash") != world_hash:
+        raise WebError(f"{d / WEB_JSON}: built for another world (its world_hash is not the graph's); rebuild the web")
     check_web_files(d, meta, digests=True, progress=progress)
     return "files" in meta
