@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 from build_helpers import resident_bytes
+from web_helpers import unrecorded
 
 import fictionworld as fw
 from fictionworld.web import Web
@@ -81,8 +82,10 @@ def test_an_empty_or_broken_pages_file_is_a_clear_error(saved_world, tmp_path, c
     d = tmp_path / "w"
     shutil.copytree(saved_world, d)
     (d / "pages.arrow").write_bytes(content)
-    with pytest.raises(WebError, match="pages.arrow: unreadable"):
+    with pytest.raises(WebError, match="pages.arrow has another size than web.json records"):
         Web.load(fw.World.load(d), d)
+    with pytest.raises(WebError, match="pages.arrow: unreadable"):
+        Web.load(fw.World.load(d), unrecorded(d))
 
 
 def _batches_file(path: Path, sizes: list[int]) -> pa.Table:

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from web_helpers import unrecorded
 
 import fictionworld as fw
 from fictionworld.reading import WorldFormatError
@@ -100,6 +101,7 @@ def test_a_pages_file_of_plain_text_still_reads(saved_world, tmp_path):
     """A file written before text was compressed (text a string column, no codec) reads as before."""
     d = tmp_path / "w"
     shutil.copytree(saved_world, d)
+    unrecorded(d)  # (the loader's own checks, behind web.json's sizes)
     pages = PageTable.load(d / "pages.arrow")
     plain = pages.table.set_column(
         6, pa.field("text", pa.large_string()), pa.array(list(pages.texts), pa.large_string())
@@ -131,6 +133,7 @@ def _rewrite(path, table: pa.Table, metadata) -> None:
 def test_a_broken_codec_is_refused_when_the_web_opens(saved_world, tmp_path, change, message):
     d = tmp_path / "w"
     shutil.copytree(saved_world, d)
+    unrecorded(d)  # (the loader's own checks, behind web.json's sizes)
     table = read_arrow(d / "pages.arrow")
     _rewrite(d / "pages.arrow", table, change(table.schema.metadata))
     with pytest.raises(WebError, match=f"pages.arrow: unreadable .*{message}"):
@@ -140,6 +143,7 @@ def test_a_broken_codec_is_refused_when_the_web_opens(saved_world, tmp_path, cha
 def test_a_corrupt_frame_or_another_webs_dictionary_is_named_when_read(saved_world, tmp_path):
     d = tmp_path / "w"
     shutil.copytree(saved_world, d)
+    unrecorded(d)  # (the loader's own checks, behind web.json's sizes)
     table = read_arrow(d / "pages.arrow")
     other = TextCodec.train(_texts(3000, 9))
     _rewrite(d / "pages.arrow", table, other.metadata())  # frames of one dictionary, another named

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from spelling_helpers import edits
+from web_helpers import unrecorded
 
 import fictionworld as fw
 from fictionworld.storage import WorldFormatError, load_world
@@ -102,14 +103,6 @@ def test_a_world_opened_lazily_saves_again_as_itself(saved_world, world, tmp_pat
 def _copy(saved_world, tmp_path):
     d = tmp_path / "w"
     shutil.copytree(saved_world, d)
-    return d
-
-
-def _unrecorded(d):
-    """``d`` as a web saved before web.json recorded its files' sizes and digests: what the
-    loader's own checks of each file stand behind."""
-    meta = json.loads((d / "web.json").read_text())
-    (d / "web.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "files"}))
     return d
 
 
@@ -313,7 +306,7 @@ def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path)
     np.save(d / "pages.codes.npy", codes[:, :-1])
     with pytest.raises(WebError, match="pages.codes.npy has another size than web.json records"):
         load_world(d).web  # noqa: B018
-    _unrecorded(d)
+    unrecorded(d)
     for bad in (codes[:, :-1], codes.astype(np.int16), codes[::-1] * 5, -codes - 1):
         np.save(d / "pages.codes.npy", bad)
         with pytest.raises(WebError, match="not the kind and layer codes of"):
@@ -323,7 +316,7 @@ def test_page_codes_that_do_not_fit_the_pages_are_refused(saved_world, tmp_path)
 
 
 def test_the_saved_page_columns_are_mapped_not_copied_and_checked(saved_world, world, tmp_path):
-    d = _unrecorded(_copy(saved_world, tmp_path))  # (the loader's own checks, behind the sizes)
+    d = unrecorded(_copy(saved_world, tmp_path))  # (the loader's own checks, behind the sizes)
     served = load_world(d, verify=False).web.pages
     table = served.table
     want = {c: table.column(c) for c in ("u", "entity", "published")}
@@ -363,7 +356,7 @@ def test_the_saved_page_columns_are_mapped_not_copied_and_checked(saved_world, w
 
 
 def test_the_saved_article_map_is_read_and_checked_not_trusted(saved_world, world, tmp_path):
-    d = _unrecorded(_copy(saved_world, tmp_path))  # (the loader's own checks, behind the sizes)
+    d = unrecorded(_copy(saved_world, tmp_path))  # (the loader's own checks, behind the sizes)
     articles = np.load(d / "pages.articles.npy")
     served = load_world(d, verify=False).web
     assert isinstance(served.pages.articles, np.ndarray) and served.pages.articles.tolist() == articles.tolist()
@@ -399,8 +392,44 @@ def test_the_saved_article_map_is_read_and_checked_not_trusted(saved_world, worl
         load_world(d, verify=False).web  # noqa: B018
 
 
+@pytest.mark.parametrize("column", ["url", "text", "entity_rows"])
+def test_damaged_offsets_in_the_pages_file_are_an_error_not_an_aborted_process(saved_world, tmp_path, column):
+    """One offset of a string, binary or list column of pages.arrow overwritten (the file's
+    size unchanged, so only `validate` would see it): pyarrow trusts the offsets of a mapped
+    file, and reading that page aborted the process (std::length_error) or read outside the
+    file. Each batch's offsets are now checked before its first value is read. Run in a
+    process of its own, since the failure this guards against kills the process."""
+    import subprocess
+    import sys
+
+    import pyarrow.ipc as ipc
+
+    d = _copy(saved_world, tmp_path)
+    mapped = pa.memory_map(str(d / "pages.arrow"))
+    base = mapped.read_buffer(1).address
+    array = ipc.open_file(mapped).get_batch(0).column(column)
+    at = array.buffers()[1].address - base
+    width = 8 if pa.types.is_large_binary(array.type) else 4
+    mapped.close()
+    with open(d / "pages.arrow", "r+b") as f:
+        f.seek(at + width * 101)
+        f.write((2**31 - 1).to_bytes(width, "little"))
+    code = f"""
+import fictionworld as fw
+from fictionworld.reading import WorldFormatError
+w = fw.World.load({str(d)!r}, verify=False)
+try:
+    w.web.pages.page(100, w.entities.ids)
+except WorldFormatError as e:
+    print(e)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "pages.arrow" in r.stdout and "record batch 0" in r.stdout and "damaged" in r.stdout, r.stdout
+
+
 def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):
-    d = _unrecorded(_copy(saved_world, tmp_path))
+    d = unrecorded(_copy(saved_world, tmp_path))
     meta = json.loads((d / "lexicon" / "meta.json").read_text())
     (d / "lexicon" / "meta.json").write_text(json.dumps({**meta, "world_hash": "0" * 40}))
     with pytest.raises(WebError, match="lexicon was built for another world; rebuild it"):

@@ -15,8 +15,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from fictionworld.reading import WorldFormatError
+
 __all__ = [
-    "Strings", "MappedArrow", "batch_blocks", "choose_access", "int64_array", "numpy_of", "read_arrow", "write_arrow",
+    "Strings", "MappedArrow", "DamagedArrow", "offsets_fit", "batch_blocks", "choose_access", "int64_array", "numpy_of",
+    "read_arrow", "write_arrow",
 ]  # fmt: skip
 
 
@@ -274,6 +277,38 @@ def int64_array(values) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(a), [None, pa.py_buffer(a)])
 
 
+class DamagedArrow(WorldFormatError):
+    """An Arrow array whose offsets point outside its data (a damaged file)."""
+
+
+_LARGE = (pa.types.is_large_string, pa.types.is_large_binary, pa.types.is_large_list)
+_VARIABLE = (pa.types.is_string, pa.types.is_binary, pa.types.is_list, *_LARGE)
+
+
+def offsets_fit(arr: pa.Array) -> bool:
+    """Whether the offsets of ``arr``'s variable-length values (strings, binaries, lists, and
+    in turn their values') start at or after 0, never fall, and end within its data. pyarrow
+    trusts them when it reads a value, and a memory-mapped file is not validated when opened:
+    damaged ones abort the process (``std::length_error``) or read outside the file. Reads the
+    offsets only (about 4 bytes a row), never the data."""
+    t = arr.type
+    if not any(is_(t) for is_ in _VARIABLE) or len(arr) == 0:
+        return True
+    listed = pa.types.is_list(t) or pa.types.is_large_list(t)
+    buffers = arr.buffers()
+    try:
+        offsets = np.frombuffer(buffers[1], np.int64 if any(is_(t) for is_ in _LARGE) else np.int32)
+    except (TypeError, ValueError):  # no buffer, or one of a size no offsets have
+        return False
+    if len(offsets) < arr.offset + len(arr) + 1:
+        return False
+    o = offsets[arr.offset : arr.offset + len(arr) + 1]
+    end = len(arr.values) if listed else (buffers[2].size if buffers[2] is not None else 0)
+    if o[0] < 0 or o[-1] > end or (np.diff(o) < 0).any():
+        return False
+    return not listed or offsets_fit(arr.values)
+
+
 class Strings(Sequence):
     """A read-only sequence of str over an Arrow string column (memory-mapped or not):
     ``strings[i]`` reads one value, so nothing is built per row up front.
@@ -285,22 +320,57 @@ class Strings(Sequence):
     many share those bytes); a plain ``bisect`` would read about 20 strings through Python for
     a million."""
 
-    __slots__ = ("arr", "_keys", "_chunks", "_starts")
+    __slots__ = ("arr", "_keys", "_chunks", "_starts", "_ok", "what")
     STRIDE = 16  # one key per this many strings
 
-    def __init__(self, column: pa.Array | pa.ChunkedArray, keys: np.ndarray | None = None):
-        """``keys``: :attr:`prefix_keys` as saved (checked here); default: made on first use."""
+    def __init__(self, column: pa.Array | pa.ChunkedArray, keys: np.ndarray | None = None, what: str = "a column"):
+        """``keys``: :attr:`prefix_keys` as saved (checked here); default: made on first use.
+        ``what``: the column, for the error a damaged chunk gives (each chunk's offsets are
+        checked before its first value is read: :func:`offsets_fit`). Any column reads as its
+        values (``as_py``), not only strings."""
         if isinstance(column, pa.ChunkedArray) and column.num_chunks == 1:
             column = column.chunk(0)
-        self.arr = column
+        self.arr, self.what = column, what
         self._keys: np.ndarray | None = None
         # A chunked column's values are read from their chunk, found by a bisect of the chunks'
         # first rows: the ChunkedArray's own lookup costs 2-3 us more per value (a page's text
         # 5.9 against 2.6 us over the 40 batches of a 1M world's pages)
         self._chunks = column.chunks if isinstance(column, pa.ChunkedArray) else None
         self._starts = np.cumsum([0, *map(len, self._chunks)]).tolist() if self._chunks is not None else None
+        self._ok = [False] * (len(self._chunks) if self._chunks is not None else 1)  # chunks whose offsets fit
         if keys is not None:
             self._keys = self._checked(keys)
+
+    def _chunk(self, c: int) -> pa.Array:
+        """Chunk ``c`` (0: the array, unchunked), its offsets checked the first time."""
+        chunk = self.arr if self._chunks is None else self._chunks[c]
+        if not self._ok[c]:
+            if not offsets_fit(chunk):
+                raise DamagedArrow(f"{self.what}: record batch {c} is damaged (its offsets point outside its data)")
+            self._ok[c] = True
+        return chunk
+
+    def _check_rows(self, a: int, b: int) -> None:
+        """The chunks holding rows [a, b), checked."""
+        if self._chunks is None:
+            self._chunk(0)
+            return
+        for c in range(max(bisect.bisect_right(self._starts, a) - 1, 0), len(self._chunks)):
+            if self._starts[c] >= b:
+                break
+            self._chunk(c)
+
+    def scalar(self, i: int) -> pa.Scalar:
+        """Row ``i`` as an Arrow scalar, from its checked chunk."""
+        if self._chunks is None:
+            return self._chunk(0)[i]
+        starts = self._starts
+        if i < 0:
+            i += starts[-1]
+        if not 0 <= i < starts[-1]:
+            raise IndexError(f"index {i} out of range for {starts[-1]} strings")
+        c = bisect.bisect_right(starts, i) - 1  # (an empty chunk starts where the next does)
+        return self._chunk(c)[i - starts[c]]
 
     @property
     def prefix_keys(self) -> np.ndarray:
@@ -330,24 +400,20 @@ class Strings(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
+            self._check_rows(0, len(self))
             return self.arr[i].to_pylist()
-        if self._chunks is None:
-            return self.arr[i].as_py()
-        starts = self._starts
-        if i < 0:
-            i += starts[-1]
-        if not 0 <= i < starts[-1]:
-            raise IndexError(f"index {i} out of range for {starts[-1]} strings")
-        c = bisect.bisect_right(starts, i) - 1  # (an empty chunk starts where the next does)
-        return self._chunks[c][i - starts[c]].as_py()
+        return self.scalar(i).as_py()
 
     def __iter__(self):
         n = len(self.arr)
+        self._check_rows(0, n)
         for lo in range(0, n, 65_536):
             yield from self.arr.slice(lo, 65_536).to_pylist()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Strings):
+            self._check_rows(0, len(self))
+            other._check_rows(0, len(other))
             return self.arr.equals(other.arr)
         return isinstance(other, Sequence) and len(other) == len(self) and list(self) == list(other)
 
@@ -360,7 +426,7 @@ class Strings(Sequence):
         """Rows ``rows`` as one array, taken chunk by chunk from a chunked column (a
         ``ChunkedArray.take`` may first join its chunks: a copy of the whole column)."""
         if self._chunks is None:
-            return self.arr.take(int64_array(rows))
+            return self._chunk(0).take(int64_array(rows))
         if not len(rows) or not self._chunks:
             return self._chunks[0].slice(0, 0) if self._chunks else pa.array([], self.arr.type)
         starts = np.asarray(self._starts, np.int64)
@@ -368,7 +434,7 @@ class Strings(Sequence):
         chunk = np.searchsorted(starts, rows[order], "right") - 1
         cuts = np.flatnonzero(np.r_[True, chunk[1:] != chunk[:-1], True])
         parts = [
-            self._chunks[int(chunk[a])].take(int64_array(rows[order[a:b]] - starts[chunk[a]]))
+            self._chunk(int(chunk[a])).take(int64_array(rows[order[a:b]] - starts[chunk[a]]))
             for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())
         ]
         got = pa.concat_arrays(parts)
@@ -435,7 +501,10 @@ class Strings(Sequence):
         """Rows [a, b) read in one call, when they are few (a narrowed range is at most two
         strides, unless many strings share their first 8 bytes): one slice costs about what
         one string read alone does, where a bisect reads four or five."""
-        return self.arr.slice(a, b - a).to_pylist() if b - a <= 4 * self.STRIDE else None
+        if b - a > 4 * self.STRIDE:
+            return None
+        self._check_rows(a, b)
+        return self.arr.slice(a, b - a).to_pylist()
 
     def _narrow(self, x: str, lo: int, hi: int) -> tuple[int, int]:
         """Rows [a, b) within [lo, hi) such that every row of [lo, a) sorts before ``x`` and

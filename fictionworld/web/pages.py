@@ -226,9 +226,14 @@ class PageTable:
 
     def __post_init__(self) -> None:
         t = self.table
-        self.urls = Strings(t.column("url"))
-        self.titles = Strings(t.column("title"))
-        self.texts = Strings(t.column("text")) if self.codec is None else Texts(t.column("text"), self.codec)
+        self._file = self.mapped.path.name if self.mapped is not None else "the pages"
+        self.urls = Strings(t.column("url"), what=f"{self._file} column 'url'")
+        self.titles = Strings(t.column("title"), what=f"{self._file} column 'title'")
+        self._cols: dict[str, Strings] = {"url": self.urls, "title": self.titles}  # (_values)
+        if self.codec is None:
+            self.texts = Strings(t.column("text"), what=f"{self._file} column 'text'")
+        else:
+            self.texts = Texts(t.column("text"), self.codec, self._file)
         codes = page_codes(t) if self.codes is None else self.codes
         self.kind_code, self.layer = codes[0], codes[1]  # int8: PAGE_KINDS and LAYERS positions
         columns = page_columns(t) if self.columns is None else self.columns
@@ -268,7 +273,7 @@ class PageTable:
         <fictionworld.web.render.Renderer.lists>`): its ``entity_rows`` less the entity it is
         about, which a directory never lists. Read from the column's offsets, where counting
         the lines of the text meant decompressing all of it."""
-        rows = self.table.column("entity_rows")[row]
+        rows = self._values("entity_rows").scalar(row)
         return (len(rows.values) if rows.is_valid else 0) - int(self.entity[row] >= 0)
 
     def scanning(self) -> AbstractContextManager:
@@ -279,7 +284,15 @@ class PageTable:
         return self.mapped.scanning() if self.mapped is not None else nullcontext()
 
     def column(self, name: str, row: int):
-        return self.table.column(name)[row].as_py()
+        return self._values(name)[row]
+
+    def _values(self, name: str) -> Strings:
+        """Column ``name`` as values read from checked chunks (:class:`Strings`: a damaged
+        file's offsets are one error, not an aborted process), made on first use."""
+        got = self._cols.get(name)
+        if got is None:
+            got = self._cols[name] = Strings(self.table.column(name), what=f"{self._file} column {name!r}")
+        return got
 
     def visible(self, rows: np.ndarray, rates: np.ndarray) -> np.ndarray:
         """Mask of pages shown under per-layer rates (``rates[0]`` is the authoritative web, 1)."""
@@ -288,8 +301,7 @@ class PageTable:
     def page(self, row: int, entity_ids: np.ndarray, *, entities: bool = True) -> Page:
         """Page ``row`` (``entities=False``: without its entity ids, which a directory of
         thousands would format one by one, to be set by the caller)."""
-        t = self.table
-        get = lambda c: t.column(c)[row].as_py()  # noqa: E731
+        get = lambda c: self._values(c)[row]  # noqa: E731
         return Page(
             url=get("url"),
             site=get("site"),

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from fictionworld.reading import WorldFormatError
+from fictionworld.web.arrow import offsets_fit
 
 __all__ = [
     "CODEC",
@@ -168,12 +169,13 @@ class Texts(Sequence):
     """The pages' text over a column of zstd frames (memory-mapped or not): ``texts[i]``
     decompresses one page; nothing is built per page up front."""
 
-    __slots__ = ("codec", "arr", "_chunks", "_starts", "name")
+    __slots__ = ("codec", "arr", "_chunks", "_starts", "_ok", "name")
 
     def __init__(self, column: pa.Array | pa.ChunkedArray, codec: TextCodec, name: str = "pages.arrow"):
         self.codec, self.arr, self.name = codec, column, name
         self._chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         self._starts = np.cumsum([0, *map(len, self._chunks)]).tolist()
+        self._ok = [False] * len(self._chunks)  # chunks whose offsets were checked (offsets_fit)
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -203,6 +205,10 @@ class Texts(Sequence):
         if not 0 <= i < starts[-1]:
             raise IndexError(f"index {i} out of range for {starts[-1]} pages")
         c = bisect.bisect_right(starts, i) - 1
+        if not self._ok[c]:
+            if not offsets_fit(self._chunks[c]):
+                raise WorldFormatError(f"{self.name}: record batch {c} of the text is damaged (its offsets point outside its data)")  # fmt: skip
+            self._ok[c] = True
         return self._chunks[c][i - starts[c]]
 
     def __iter__(self):
