@@ -237,6 +237,67 @@ def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(r
     assert fingerprint(path) == reference[1]
 
 
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(data)
+
+
+def test_damaged_shard_indexes_are_made_again_when_a_build_resumes(reference, tmp_path, monkeypatch):
+    """A shard's index files changed between runs (one truncated, one bit flipped: tantivy's
+    files carry no checksum): the resumed build indexes those shards again, and only those,
+    and ends with the same world (before, the join read them as they were)."""
+    from fictionworld.web import shards
+
+    path = tmp_path / "w"
+    build = stopped_before_the_index_join(path, monkeypatch)
+    largest = max((build / "index" / "shard-00001").glob("*.idx"), key=lambda p: p.stat().st_size)
+    largest.write_bytes(largest.read_bytes()[:-10])
+    _flip(next((build / "index" / "shard-00002").glob("*.term")))
+    indexed = []
+    real = shards.index_shard
+    monkeypatch.setattr(shards, "index_shard", lambda *a: indexed.append(Path(a[2]).name) or real(*a))
+    build_world(small_spec(), SEED, path, workers=1, shards=3)
+    assert sorted(indexed) == ["shard-00001", "shard-00002"]
+    assert fingerprint(path) == reference[1]
+
+
+def test_a_damaged_shard_page_file_is_rendered_again_or_named(reference, tmp_path, monkeypatch):
+    """A rendered shard's page file changed between runs: rendered again while the render store
+    is there; once it is gone (every shard rendered), a BuildError names the file."""
+    from fictionworld.web import shards
+
+    path = tmp_path / "w"
+    real_write = shards.write_json
+
+    def stop_at_two(file, obj, *rest, **kw):  # two shards rendered and recorded, the store kept
+        real_write(file, obj, *rest, **kw)
+        if Path(file).name == "counts.json" and len(obj) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(shards, "write_json", stop_at_two)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=1, shards=3)
+    monkeypatch.undo()
+    build = path / BUILD_DIR
+    done = sorted(int(s) for s in json.loads((build / "counts.json").read_text()))
+    assert len(done) == 2 and (build / "store" / "store.json").exists()
+    _flip(build / "pages" / f"shard-{done[0]:05d}.arrow")
+    rendered = []
+    real = shards.render_shard
+    monkeypatch.setattr(shards, "render_shard", lambda *a: rendered.append(a[1]) or real(*a))
+    build_world(small_spec(), SEED, path, workers=1, shards=3)
+    assert sorted(rendered) == sorted({done[0]} | ({0, 1, 2} - set(done)))
+    assert fingerprint(path) == reference[1]
+    monkeypatch.undo()
+
+    path = tmp_path / "w2"
+    build = stopped_before_the_index_join(path, monkeypatch)
+    _flip(build / "pages" / "shard-00001.arrow")
+    with pytest.raises(BuildError, match=r"shard-00001.arrow does not match .*render store it was made from is gone"):
+        build_world(small_spec(), SEED, path, workers=2, shards=3)
+
+
 @pytest.mark.parametrize("stop_at", [1, 4, 9, "web.json"])
 def test_a_build_stopped_while_moving_its_files_into_place_resumes_to_the_same_world(
     reference, tmp_path, monkeypatch, stop_at

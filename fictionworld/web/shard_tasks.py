@@ -22,6 +22,8 @@ from fictionworld.web.render import Renderer, plain_text
 from fictionworld.web.store import RenderStore, write_store
 
 __all__ = [
+    "seal",
+    "sealed_intact",
     "make_graph",
     "write_graph",
     "render_shard",
@@ -194,6 +196,53 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+SEAL_SUFFIX = ".sum.json"
+
+
+def _seal_file(path: Path) -> Path:
+    return path.with_name(path.name + SEAL_SUFFIX)
+
+
+def seal(path: str | Path) -> None:
+    """Record the size and digest of a finished shard's file (a directory: of each of its files,
+    but tantivy's lock and bookkeeping files) beside it, in ``<name>.sum.json``. A resumed
+    build takes a finished shard only while it still matches (:func:`sealed_intact`): Arrow
+    and tantivy files carry no checksum, and a damaged one would otherwise be joined into the
+    world, or fail the join with no file named, at every run."""
+    from fictionworld.digests import file_digests
+    from fictionworld.web.index_files import write_json
+
+    path = Path(path)
+    if path.is_dir():
+        names = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))  # fmt: skip
+        record = file_digests(path, tuple(names))
+    else:
+        record = file_digests(path.parent, (path.name,))
+    write_json(_seal_file(path), record)
+
+
+def sealed_intact(path: str | Path) -> str | None:
+    """Why a finished shard's file (or directory) is not the one :func:`seal` recorded (missing,
+    unsealed, another size or digest), or None when it is. Reads it whole."""
+    import json
+
+    from fictionworld.digests import check_files
+    from fictionworld.reading import WorldFormatError
+
+    path = Path(path)
+    if not path.exists():
+        return f"{path} is missing"
+    try:
+        record = json.loads(_seal_file(path).read_text())
+    except (OSError, ValueError):
+        return f"{path} has no readable record of its digest ({_seal_file(path).name})"
+    try:
+        check_files(path if path.is_dir() else path.parent, record, digests=True, record=_seal_file(path).name)
+    except WorldFormatError as e:
+        return str(e)
+    return None
+
+
 def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str) -> tuple[int, str, float]:
     """Render blocks [a, b) to ``pages_dir/shard-NNNNN.arrow``; returns (page count, node)."""
     t = time.process_time()
@@ -211,6 +260,7 @@ def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str
     finally:
         r.store.release()  # (the worker keeps the renderer for its next shard, not the pages read)
     os.replace(tmp, final)
+    seal(final)
     return n, _node(), time.process_time() - t
 
 
@@ -274,6 +324,7 @@ def index_shard(
         n = TantivyIndex.build(docs, tmp, heap=heap, first_id=offset, terms_above=terms_above).num_docs
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
+    seal(final)
     _forget_removed_stores()  # (removed while this task ran: the last index tasks run beside the join)
     return n, _node(), time.process_time() - t
 

@@ -152,6 +152,40 @@ def build_world(
             "shards": len(plan["shards"]), "resumed_shards": result["resumed_shards"]}  # fmt: skip
 
 
+def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: Progress) -> None:
+    """Before a resumed build takes its finished shards: each rendered shard's pages and each
+    indexed shard's index still as :func:`~fictionworld.web.shard_tasks.seal` recorded them
+    (read whole), else the shard is rendered (and indexed) or indexed again. A damaged page
+    file once the render store is gone cannot be made again: a BuildError names it."""
+    from fictionworld.web.shard_tasks import sealed_intact
+
+    pages_dir, index_dir = build / "pages", build / "index"
+    finished = len(counts) + len(indexed)
+    if finished:
+        say("checking the finished shards", 0, finished)
+    dropped, checked = False, 0
+    for s in sorted(counts):
+        why = sealed_intact(pages_dir / f"shard-{s:05d}.arrow")
+        if why is not None:
+            if not (build / "store" / "store.json").exists():
+                raise BuildError(f"{why}; the render store it was made from is gone: remove {build} to build again")
+            del counts[s]
+            indexed.discard(s)
+            dropped = True
+        checked += 1
+        say("checking the finished shards", checked, finished)
+    if dropped:
+        write_json(build / "counts.json", counts)
+    for s in sorted(indexed):
+        if sealed_intact(index_dir / f"shard-{s:05d}") is not None:
+            indexed.discard(s)
+        checked += 1
+        say("checking the finished shards", checked, finished)
+    for p in index_dir.glob("shard-*.done"):
+        if int(p.stem.split("-")[1]) not in indexed:
+            p.unlink()  # (its index is made again, over what is left of it)
+
+
 def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Progress, times: dict) -> dict:
     """Render every unfinished shard, index each as soon as the page ids before it are known,
     and write the lexicon and check the graph alongside; starts the pool again if a local
@@ -167,6 +201,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
     if len(counts) == len(shards):
         _remove_store(build)  # (a build killed before it removed the store)
     indexed = {int(p.stem.split("-")[1]) for p in index_dir.glob("shard-*.done")}
+    _drop_damaged(build, counts, indexed, say)
     checks_file = build / "checks.json"
     violations = json.loads(checks_file.read_text()) if checks_file.exists() else None
     checks = None
