@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import random
+import re
 import shutil
 from dataclasses import fields
 
@@ -426,6 +427,19 @@ except WorldFormatError as e:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "pages.arrow" in r.stdout and "record batch 0" in r.stdout and "damaged" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [("meta.json", b'{"format": "\xff"}'), ("names.tail3.arrow", b"ARROW1 garbage"), ("web.arrow", b"ARROW1 garbage")],
+)
+def test_a_damaged_lexicon_file_is_named(saved_world, tmp_path, name, content):
+    """(Before: a bare UnicodeDecodeError for meta.json, and the lexicon directory, or another
+    file, named for a damaged speller table.)"""
+    d = unrecorded(_copy(saved_world, tmp_path))
+    (d / "lexicon" / name).write_bytes(content)
+    with pytest.raises(WebError, match=re.escape(str(d / "lexicon" / name)) + ": unreadable"):
+        load_world(d).web  # noqa: B018
 
 
 def test_a_lexicon_of_another_world_is_refused(saved_world, tmp_path):

@@ -120,8 +120,10 @@ class Lexicon:
             return None
         try:
             meta = json.loads((d / "meta.json").read_text())
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"{d / 'meta.json'}: unreadable ({e})") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"{d / 'meta.json'}: not a JSON object")
         if meta.get("format") != LEXICON_FORMAT:
             raise ValueError(f"{d}: lexicon format {meta.get('format')!r}, this reads {LEXICON_FORMAT}")
         if meta.get("world_hash") != world_hash or meta.get("entities") != entities:

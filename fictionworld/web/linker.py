@@ -67,6 +67,14 @@ def affix(n: int) -> int:
     return 1 if n <= 4 else 2 if n <= 6 else 3
 
 
+def _mapped(path: Path) -> MappedArrow:
+    """``path`` mapped for random reads, or a ValueError naming it (damaged, or no Arrow file)."""
+    try:
+        return MappedArrow(path, access="random")
+    except (OSError, pa.ArrowException) as e:
+        raise ValueError(f"{path}: unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+
 class Speller:
     """Close spellings of a word within a vocabulary (folded words, as :func:`words` gives them):
     rapidfuzz optimal-string-alignment similarity ≥ MIN_SIMILARITY over words of length ±1 that
@@ -117,13 +125,13 @@ class Speller:
         # here) those checks read 168 MiB of a 10M world's files from disk; so the tables are
         # mapped for random reads while they are opened, the word ids asked for at once, and for
         # the default read-ahead after (what lookups get, as before).
-        maps = [MappedArrow(path, access="random")]
+        maps = [_mapped(path)]
         table = maps[0].table
         if table.schema != SPELLER_SCHEMA:
             raise ValueError(f"{path.name}: not a speller table (columns {table.schema.names})")
         tail3: pa.Table | bool = False
         if tail3_path(path).exists():
-            maps.append(MappedArrow(tail3_path(path), access="random"))
+            maps.append(_mapped(tail3_path(path)))
             tail3 = maps[-1].table
             if tail3.schema == TAIL3_SCHEMA:
                 maps[-1].will_need(["word"])
