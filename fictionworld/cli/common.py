@@ -154,10 +154,8 @@ class _Guarded(TyperGroup):
         except BaseException as exc:  # (a Rust extension's panic is no Exception, but an error all the same)
             from fictionworld.errors import is_native_panic
 
-            if not (isinstance(exc, Exception) or is_native_panic(exc)) or os.environ.get(DEBUG_ENV, "") not in (
-                "",
-                "0",
-            ):
+            debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
+            if debug or not (isinstance(exc, Exception) or is_native_panic(exc)):
                 raise
             lines, code = _explain(exc)
             error_lines(lines)

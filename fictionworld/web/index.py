@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import shutil
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -117,18 +118,25 @@ def _damaged(path: Path | None, exc: BaseException) -> DamagedIndexError:
     )
 
 
+@contextmanager
+def _panics_as_damage(path: Path | None):
+    """A tantivy panic inside (a ``BaseException`` every ``except Exception`` misses: a CLI
+    traceback, a server's plain-text 500) comes out as a :class:`DamagedIndexError`."""
+    try:
+        yield
+    except BaseException as exc:
+        if is_native_panic(exc):
+            raise _damaged(path, exc) from None
+        raise
+
+
 def _native(method):
-    """A method whose tantivy panic (a ``BaseException`` every ``except Exception`` misses: a
-    CLI traceback, a server's plain-text 500) comes out as a :class:`DamagedIndexError`."""
+    """A method run in :func:`_panics_as_damage`."""
 
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        try:
+        with _panics_as_damage(self.path):
             return method(self, *args, **kwargs)
-        except BaseException as exc:
-            if is_native_panic(exc):
-                raise _damaged(self.path, exc) from None
-            raise
 
     return call
 
@@ -206,12 +214,8 @@ class TantivyIndex:
         path = Path(path)
         if not (path / "meta.json").exists():
             raise FileNotFoundError(f"no search index in {path}")
-        try:
+        with _panics_as_damage(path):
             return cls(tantivy.Index.open(str(path)), path)
-        except BaseException as exc:
-            if is_native_panic(exc):
-                raise _damaged(path, exc) from None
-            raise
 
     @property
     def version(self) -> str:
