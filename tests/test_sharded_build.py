@@ -237,6 +237,32 @@ def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(r
     assert fingerprint(path) == reference[1]
 
 
+def test_a_build_stopped_after_writing_its_manifest_is_finished_by_the_same_command(reference, tmp_path, monkeypatch):
+    """Killed between the manifest (the world complete) and the removal of ``.building`` (the
+    shards' pages and indexes: about as big as the world): the same command removes it and
+    ends as a resumed build does, where it said that the directory holds a world."""
+    import shutil as shutil_module
+
+    path = tmp_path / "w"
+    real = shutil_module.rmtree
+
+    def stop(target, *args, **kwargs):
+        if Path(target).name == BUILD_DIR:
+            raise KeyboardInterrupt
+        return real(target, *args, **kwargs)
+
+    monkeypatch.setattr(shutil_module, "rmtree", stop)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=2, shards=3)
+    monkeypatch.undo()
+    assert (path / "manifest.json").exists() and (path / BUILD_DIR).exists()
+    summary = build_world(small_spec(), SEED, path, workers=2, shards=3)
+    assert summary["resumed_shards"] == 3 and not (path / BUILD_DIR).exists()
+    assert fingerprint(path) == reference[1]
+    with pytest.raises(FileExistsError, match="holds a world"):
+        build_world(small_spec(), SEED, path, workers=2, shards=3)
+
+
 def _flip(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01

@@ -89,7 +89,8 @@ def build_world(
     workers = workers or os.cpu_count() or 1
     build = out / BUILD_DIR
     times: dict[str, float] = {}
-    if out.exists() and (out / "manifest.json").exists():
+    if out.exists() and (out / "manifest.json").exists() and not (build / MOVING).exists():
+        # (with the marker, a build stopped after writing the manifest, before removing itself)
         if not force:
             raise FileExistsError(f"{out} holds a world (pass force=True / --force to overwrite)")
         shutil.rmtree(out)
