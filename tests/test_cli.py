@@ -79,3 +79,9 @@ def test_validate_a_hand_edited_world(saved_world, tmp_path):
     assert r.returncode == 2 and "world_hash" in r.stderr
     r = run("validate", d, "--no-verify-hash")
     assert r.returncode == 1 and "gazetteer_collision" in r.stdout and "Lyon" in r.stdout
+
+
+def test_python_dash_m_fictionworld_is_the_cli():
+    for module in ("fictionworld", "fictionworld.cli"):
+        r = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True)
+        assert r.returncode == 0 and "generate" in r.stdout and "serve" in r.stdout, (module, r.stderr)
