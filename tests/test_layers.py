@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tasks/scoring", ("fictionworld.tasks", "fictionworld.scoring")),
     ("env", ("fictionworld.env",)),
     ("rollout", ("rollout", "fictionworld.testing")),
-    ("top", ("fictionworld.integrations", "fictionworld.cli", "fictionworld.__init__")),
+    ("top", ("fictionworld.integrations", "fictionworld.cli", "fictionworld.__init__", "fictionworld.__main__")),
 )  # fmt: skip
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 # Within tasks/scoring the scorer reads the task model; nothing in tasks reads the scorer.
