@@ -15,7 +15,7 @@ import xxhash
 
 from fictionworld.reading import WorldFormatError, unreadable
 
-__all__ = ["DIGEST", "file_digests", "check_digests", "check_files", "DigestsOnRead"]
+__all__ = ["DIGEST", "file_digests", "files_under", "check_digests", "check_files", "DigestsOnRead"]
 
 # The digest a manifest records for each data file: xxHash's XXH3, 128 bits. It catches a
 # corrupt or changed file as a cryptographic digest would (one chance in 2**128 of missing it),
@@ -44,6 +44,12 @@ def file_digests(
                 h.update(buf[:n])
         out[name] = {"bytes": (path / name).stat().st_size, algorithm: h.hexdigest()}
     return out
+
+
+def files_under(directory: Path) -> list[str]:
+    """The files under ``directory``, relative to it, sorted, less those whose names begin with
+    a dot (tantivy's lock and bookkeeping files: made or changed by opening an index)."""
+    return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() and not p.name.startswith("."))  # fmt: skip
 
 
 def check_digests(path: Path, recorded: dict) -> None:

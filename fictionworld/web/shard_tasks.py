@@ -209,13 +209,12 @@ def seal(path: str | Path) -> None:
     build takes a finished shard only while it still matches (:func:`sealed_intact`): Arrow
     and tantivy files carry no checksum, and a damaged one would otherwise be joined into the
     world, or fail the join with no file named, at every run."""
-    from fictionworld.digests import file_digests
+    from fictionworld.digests import file_digests, files_under
     from fictionworld.web.index_files import write_json
 
     path = Path(path)
     if path.is_dir():
-        names = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))  # fmt: skip
-        record = file_digests(path, tuple(names))
+        record = file_digests(path, tuple(files_under(path)))
     else:
         record = file_digests(path.parent, (path.name,))
     write_json(_seal_file(path), record)

@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from fictionworld.digests import check_files, file_digests
+from fictionworld.digests import check_files, file_digests, files_under
 from fictionworld.reading import WorldFormatError
 from fictionworld.web.lexicon import LEXICON_DIR
 from fictionworld.web.pages import WebError
@@ -45,7 +45,7 @@ def web_file_names(d: Path) -> list[str]:
     lock and bookkeeping files (their names begin with a dot: made or changed by opening)."""
     names = [p.name for p in d.glob("pages.*") if p.is_file() and not p.name.endswith(".tmp")]
     for sub in ("index", LEXICON_DIR):
-        names += [p.relative_to(d).as_posix() for p in (d / sub).rglob("*") if p.is_file() and not p.name.startswith(".")]  # fmt: skip
+        names += [f"{sub}/{name}" for name in files_under(d / sub)]
     return sorted(names)
 
 
