@@ -150,7 +150,7 @@ def test_strings_bisect_by_prefix_keys_as_bisect_does(seed, stride, monkeypatch)
     every ``stride``-th; ``find`` against ``list.index``, and ``isin`` against ``in``."""
     import bisect
 
-    from fictionworld.web.arrow import Strings
+    from fictionworld.web.strings import Strings
 
     monkeypatch.setattr(Strings, "STRIDE", stride)
 
@@ -194,7 +194,7 @@ def test_strings_read_every_index_as_a_list_does(seed):
     """``strings[i]`` of a chunked column (empty chunks first, between and last, sliced chunks,
     large_string) against the same list indexed by ``i``: every row, every negative index, and
     IndexError just past either end; ``take`` of rows in any order, repeated, against the list."""
-    from fictionworld.web.arrow import Strings
+    from fictionworld.web.strings import Strings
 
     rng = np.random.default_rng(seed)
     values = [

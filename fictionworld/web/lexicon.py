@@ -23,8 +23,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fictionworld.web.arrow import MappedArrow, Strings, write_arrow
+from fictionworld.web.arrow import MappedArrow, write_arrow
 from fictionworld.web.linker import EntityLinker, Speller, speller_table, words
+from fictionworld.web.strings import Strings
 
 __all__ = [
     "Lexicon",

@@ -28,7 +28,8 @@ from rapidfuzz.distance import OSA
 
 from fictionworld.folding import LETTERS, fold
 from fictionworld.tables import runs
-from fictionworld.web.arrow import MappedArrow, Strings, int64_array, map_array, numpy_of, save_array, write_arrow
+from fictionworld.web.arrow import MappedArrow, int64_array, map_array, numpy_of, save_array, write_arrow
+from fictionworld.web.strings import Strings
 
 __all__ = ["EntityLinker", "Link", "Speller", "affix", "speller_table", "words"]
 

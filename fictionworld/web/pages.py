@@ -20,8 +20,9 @@ import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
-from fictionworld.web.arrow import MappedArrow, Strings, map_array, numpy_of, save_array
+from fictionworld.web.arrow import MappedArrow, map_array, numpy_of, save_array
 from fictionworld.web.pagetext import TextCodec, Texts, codec_of, sample_rows, stored_schema
+from fictionworld.web.strings import Strings
 
 __all__ = [
     "Page",

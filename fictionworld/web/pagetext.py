@@ -21,7 +21,6 @@ In memory, a rendered :class:`~fictionworld.web.pages.PageTable` keeps plain tex
 from __future__ import annotations
 
 import base64
-import bisect
 import threading
 from collections.abc import Sequence
 
@@ -29,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from fictionworld.reading import WorldFormatError
-from fictionworld.web.arrow import offsets_fit
+from fictionworld.web.strings import Strings
 
 __all__ = [
     "CODEC",
@@ -169,16 +168,14 @@ class Texts(Sequence):
     """The pages' text over a column of zstd frames (memory-mapped or not): ``texts[i]``
     decompresses one page; nothing is built per page up front."""
 
-    __slots__ = ("codec", "arr", "_chunks", "_starts", "_ok", "name")
+    __slots__ = ("codec", "arr", "_frames", "name")
 
     def __init__(self, column: pa.Array | pa.ChunkedArray, codec: TextCodec, name: str = "pages.arrow"):
         self.codec, self.arr, self.name = codec, column, name
-        self._chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-        self._starts = np.cumsum([0, *map(len, self._chunks)]).tolist()
-        self._ok = [False] * len(self._chunks)  # chunks whose offsets were checked (offsets_fit)
+        self._frames = Strings(column, what=f"{name} column 'text'")  # (each chunk's offsets checked when first read)
 
     def __len__(self) -> int:
-        return self._starts[-1]
+        return len(self._frames)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -199,17 +196,7 @@ class Texts(Sequence):
             raise WorldFormatError(f"{self.name}: page {i}'s text is corrupt ({e})") from None
 
     def _frame(self, i: int):
-        starts = self._starts
-        if i < 0:
-            i += starts[-1]
-        if not 0 <= i < starts[-1]:
-            raise IndexError(f"index {i} out of range for {starts[-1]} pages")
-        c = bisect.bisect_right(starts, i) - 1
-        if not self._ok[c]:
-            if not offsets_fit(self._chunks[c]):
-                raise WorldFormatError(f"{self.name}: record batch {c} of the text is damaged (its offsets point outside its data)")  # fmt: skip
-            self._ok[c] = True
-        return self._chunks[c][i - starts[c]]
+        return self._frames.scalar(i)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))

@@ -34,8 +34,9 @@ from fictionworld.dates import years_of
 from fictionworld.schema import PREDICATES
 from fictionworld.storage import string_lists
 from fictionworld.tables import TYPE_NAMES, runs
-from fictionworld.web.arrow import MappedArrow, Strings, write_arrow
+from fictionworld.web.arrow import MappedArrow, write_arrow
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
+from fictionworld.web.strings import Strings
 from fictionworld.web.text import article_slug
 
 __all__ = ["RenderStore", "write_store", "STORE_FORMAT"]
