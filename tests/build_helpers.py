@@ -3,12 +3,13 @@ and how many bytes of a file (or of the files under a directory) are mapped into
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 from fictionworld.spec import default_spec
 
-__all__ = ["QUERIES", "SEED", "resident_bytes", "small_spec"]
+__all__ = ["QUERIES", "SEED", "fingerprint", "resident_bytes", "small_spec"]
 
 SEED = 4  # a world with URL clashes: the join renames pages and orders the new URLs
 QUERIES = ("festival", "river city", "people born in", "Films released in 1998", "company founded", "award 2004")
@@ -34,3 +35,23 @@ def resident_bytes(path: Path) -> int:
         elif line.startswith("Rss:") and (current == str(path) or current.startswith(f"{path}/")):
             total += int(line.split()[1])
     return total * 1024
+
+
+def fingerprint(path: Path) -> dict:
+    """What must not depend on how a world was built: hash, page bytes, ranked results."""
+    import fictionworld as fw
+
+    world = fw.World.load(path)
+    results = [[(r.url, round(r.score, 4)) for r in world.search(q, k=10)] for q in QUERIES]
+    return {
+        "hash": world.world_hash,
+        "pages": (path / "pages.arrow").read_bytes(),
+        "url_order": (path / "pages.url-order.npy").read_bytes(),
+        "codes": (path / "pages.codes.npy").read_bytes(),
+        "articles": (path / "pages.articles.npy").read_bytes(),
+        "columns": (path / "pages.columns.npy").read_bytes(),
+        "lexicon": {f.name: f.read_bytes() for f in sorted((path / "lexicon").iterdir())},
+        "common_best": (path / "index" / "common-best.json").read_bytes(),
+        "results": results,
+        "manifest": json.loads((path / "manifest.json").read_text())["world_hash"],
+    }

@@ -106,3 +106,19 @@ def no_ray(monkeypatch):
 
 
 # -- rollout: everything checked in the driver, before Ray or the run directory ------------------
+
+
+# -- the sharded builds (test_sharded_build.py, test_build_resume.py) -------------------------------
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory):
+    """The sharded-build tests' world (build_helpers), built in one process, one shard: its
+    directory and :func:`~build_helpers.fingerprint`."""
+    from build_helpers import SEED, fingerprint, small_spec
+
+    from fictionworld.web.shards import build_world
+
+    path = tmp_path_factory.mktemp("ref") / "w"
+    summary = build_world(small_spec(), SEED, path, workers=1, shards=1)
+    assert summary["shards"] == 1 and not summary["violations"]
+    assert summary["renamed_urls"] > 0  # the join's rename path (URL order included) is exercised
+    return path, fingerprint(path)
