@@ -131,6 +131,21 @@ def stopped_before_the_index_join(path: Path, monkeypatch) -> Path:
     return path / BUILD_DIR
 
 
+def stopped_before_the_page_join(path: Path, monkeypatch) -> Path:
+    """The reference world built in 3 shards to ``path`` by one worker (the pages joined after
+    every shard is indexed) and stopped before the page join; its build directory."""
+    from fictionworld.web import join
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(join, "join_pages", stop)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=1, shards=3)
+    monkeypatch.undo()
+    return path / BUILD_DIR
+
+
 def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(reference, tmp_path, monkeypatch):
     """Killed between the page join and the index join: the joined pages and the finished
     lexicon are kept (no shard, and not the lexicon, is made again) and the world is the same."""
@@ -201,7 +216,8 @@ def test_damaged_shard_indexes_are_made_again_when_a_build_resumes(reference, tm
 
 def test_a_damaged_shard_page_file_is_rendered_again_or_named(reference, tmp_path, monkeypatch):
     """A rendered shard's page file changed between runs: rendered again while the render store
-    is there; once it is gone (every shard rendered), a BuildError names the file."""
+    is there; once it is gone (every shard rendered), a BuildError names the file, unless the
+    pages are joined and the shard indexed (nothing reads the file again)."""
     from fictionworld.web import shards
 
     path = tmp_path / "w"
@@ -228,8 +244,14 @@ def test_a_damaged_shard_page_file_is_rendered_again_or_named(reference, tmp_pat
     assert fingerprint(path) == reference[1]
     monkeypatch.undo()
 
-    path = tmp_path / "w2"
+    path = tmp_path / "w2"  # the pages joined and the shard indexed: its page file is read no more
     build = stopped_before_the_index_join(path, monkeypatch)
+    _flip(build / "pages" / "shard-00001.arrow")
+    build_world(small_spec(), SEED, path, workers=2, shards=3)
+    assert fingerprint(path) == reference[1]
+
+    path = tmp_path / "w3"  # still to be joined, and the store gone
+    build = stopped_before_the_page_join(path, monkeypatch)
     _flip(build / "pages" / "shard-00001.arrow")
     with pytest.raises(BuildError, match=r"shard-00001.arrow does not match .*render store it was made from is gone"):
         build_world(small_spec(), SEED, path, workers=2, shards=3)
@@ -358,3 +380,79 @@ def test_an_unfinished_build_of_another_world_is_not_resumed(tmp_path):
     with pytest.raises(FileExistsError, match="not a world directory"):
         build_world(small_spec(600), 5, tmp_path / "other", workers=1, force=True)
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def _largest(directory: Path) -> Path:
+    return max((p for p in directory.iterdir() if p.is_file()), key=lambda p: p.stat().st_size)
+
+
+@pytest.mark.parametrize("damaged", ["pages.arrow", "pages.url-order.npy", "lexicon"])
+def test_damaged_joined_pages_or_lexicon_are_joined_again_when_a_build_resumes(
+    reference, tmp_path, monkeypatch, damaged
+):
+    """A file of the finished page join (the pages, an array beside them, the finished lexicon)
+    changed between runs: the resumed build undoes the join, makes the lexicon again from the
+    graph, joins the shards again (rendering and indexing none of them) and ends with the same
+    world. Before, the damaged file was moved into the world, and recorded in ``web.json``."""
+    from fictionworld.web import shards
+
+    path = tmp_path / "w"
+    build = stopped_before_the_index_join(path, monkeypatch)
+    _flip(_largest(build / "lexicon") if damaged == "lexicon" else build / damaged)
+    calls: list[str] = []
+    for name in ("build_lexicon", "render_shard", "index_shard"):
+        real = getattr(shards, name)
+        monkeypatch.setattr(shards, name, lambda *a, _n=name, _f=real: calls.append(_n) or _f(*a))
+    build_world(small_spec(), SEED, path, workers=1, shards=3)
+    assert calls == ["build_lexicon"]
+    assert fingerprint(path) == reference[1]
+
+
+def test_a_damaged_unfinished_lexicon_is_made_again_when_a_build_resumes(reference, tmp_path, monkeypatch):
+    """Stopped before the page join, its lexicon's first part written: a file of it changed
+    between runs is found by its seal, and the lexicon made again (before, the join finished
+    the damaged one)."""
+    from fictionworld.web import shards
+
+    path = tmp_path / "w"
+    lexicon = stopped_before_the_page_join(path, monkeypatch) / "lexicon"
+    assert (lexicon / "part.json").exists()
+    _flip(_largest(lexicon))
+    calls = []
+    real = shards.build_lexicon
+    monkeypatch.setattr(shards, "build_lexicon", lambda *a: calls.append(a) or real(*a))
+    build_world(small_spec(), SEED, path, workers=1, shards=3)
+    assert len(calls) == 1
+    assert fingerprint(path) == reference[1]
+
+
+def test_web_json_records_the_files_as_the_build_wrote_them_not_as_it_found_them_after_a_stop(
+    reference, tmp_path, monkeypatch
+):
+    """A file damaged while a build was stopped moving its files into place: ``web.json`` holds
+    the digests taken when the build wrote the files, so `validate` names the damaged one
+    (before, the digests were taken after the moves, of the damaged file)."""
+    import os
+
+    from fictionworld.web.pages import WebError
+    from fictionworld.web.web_files import verify_web
+
+    path = tmp_path / "w"
+    real_replace = os.replace
+    moved: list[str] = []
+
+    def replace(source, target):
+        if Path(target).parent == path:
+            moved.append(Path(target).name)
+            if "pages.arrow" in moved[:-1]:
+                raise KeyboardInterrupt
+        return real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=1, shards=3)
+    monkeypatch.undo()
+    _flip(path / "pages.arrow")
+    build_world(small_spec(), SEED, path, workers=1, shards=3)
+    with pytest.raises(WebError, match=r"pages\.arrow does not match web\.json"):
+        verify_web(path)

@@ -20,8 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from fictionworld.digests import check_files, file_digests, files_under
+from fictionworld.reading import WorldFormatError
 from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments, write_json
-from fictionworld.web.lexicon import finish_lexicon, list_titles, web_speller
+from fictionworld.web.lexicon import LEXICON_DIR, finish_lexicon, list_titles, web_speller
 from fictionworld.web.linker import Speller
 from fictionworld.web.pages import (
     PAGE_BATCH,
@@ -41,7 +43,7 @@ from fictionworld.web.pagetext import TextCodec, sample_rows, stored_schema
 from fictionworld.web.urls import unique_urls, with_urls
 from fictionworld.web.web_files import web_manifest, write_web_json
 
-__all__ = ["join_shards", "join_pages", "move_joined", "PAGE_BATCH", "PAGES_DONE", "MOVING"]
+__all__ = ["join_shards", "join_pages", "joined_intact", "unjoin", "move_joined", "PAGE_BATCH", "PAGES_DONE", "MOVING"]
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -57,7 +59,9 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
     """The page half of the join, which needs every shard rendered but no index: settle URL
     clashes, stream the shards into ``<build>/pages.arrow`` with its URL order, and finish
     the lexicon with the web's speller. Sealed by ``<build>/pages.json`` (written last;
-    run again, it returns that): a sharded build runs it beside the last index tasks."""
+    run again, it returns that), which records the size and digest of every file it leaves
+    (``files``: :func:`joined_intact` checks them when a build resumes, and ``web.json``
+    takes them): a sharded build runs it beside the last index tasks."""
     done_file = build / PAGES_DONE
     if done_file.exists():
         return json.loads(done_file.read_text())
@@ -92,11 +96,48 @@ def join_pages(n_shards: int, build: Path, graph: Path) -> dict:
         pages = _write_pages(files, renamed, build / "pages.arrow")
         order = done.result()
     np.save(build / "pages.url-order.npy", order)
-    summary = {"pages": pages, "renamed_urls": len(renamed)}
+    summary = {"pages": pages, "renamed_urls": len(renamed), "files": file_digests(build, _joined_names(build))}
     tmp = done_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(summary))
     os.replace(tmp, done_file)
     return summary
+
+
+def _joined_names(build: Path) -> tuple[str, ...]:
+    """The files :func:`join_pages` leaves in ``build``, relative to it and named as they will
+    be in the world directory: the pages, the arrays beside them and the finished lexicon."""
+    pages = build / "pages.arrow"
+    beside = [p.name for p in (url_order_path(pages), codes_path(pages), *(f(pages) for f in _OPTIONAL.values())) if p.exists()]  # fmt: skip
+    lexicon = [f"{LEXICON_DIR}/{name}" for name in files_under(build / LEXICON_DIR)]
+    return tuple(sorted([pages.name, *beside, *lexicon]))
+
+
+def joined_intact(build: Path) -> str | None:
+    """Why the files of a finished page join are not the ones :func:`join_pages` recorded in
+    ``pages.json`` (missing, another size or digest, or a join that recorded none), or None
+    when they are. Reads them whole: Arrow, NumPy and the lexicon's files carry no checksum,
+    and a file damaged between runs would otherwise be moved into the world as it is, its
+    damage recorded in ``web.json``."""
+    try:
+        recorded = json.loads((build / PAGES_DONE).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{build / PAGES_DONE} records no readable digests of the joined files"
+    try:
+        check_files(build, recorded, digests=True, record=PAGES_DONE)
+    except WorldFormatError as e:
+        return str(e)
+    return None
+
+
+def unjoin(build: Path) -> None:
+    """Undo a page join (its record first): the joined pages, the arrays beside them and the
+    lexicon (finished by the join: made again from the graph, then finished by the next join)."""
+    (build / PAGES_DONE).unlink(missing_ok=True)
+    for p in build.glob("pages.*"):
+        if p.is_file():
+            p.unlink()
+    shutil.rmtree(build / LEXICON_DIR, ignore_errors=True)
+    (build / f"{LEXICON_DIR}.sum.json").unlink(missing_ok=True)  # (its seal: see shard_tasks.seal)
 
 
 def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progress) -> dict:
@@ -119,6 +160,10 @@ def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progres
     write_common_best(joined, join_common_terms(parts))  # (every term, where a shard listed none)
 
     web_json = web_manifest(manifest["world_hash"], manifest["spec"].get("web", {}), offset, joined)
+    # the files' digests as they were written (the pages' by the page join, the index's now),
+    # not as they are after the move: a file damaged in between is one `validate` names
+    files = {**pages["files"], **{f"index/{k}": v for k, v in file_digests(index, tuple(files_under(index))).items()}}
+    web_json["files"] = dict(sorted(files.items()))
     summary = {"world_hash": manifest["world_hash"], "entities": manifest["counts"]["entities"],
                "facts": manifest["counts"]["facts"], "pages": offset, "renamed_urls": pages["renamed_urls"]}  # fmt: skip
     # (the columns and articles are not there when a build joined its pages before they were
@@ -151,7 +196,7 @@ def move_joined(build: Path, graph: Path, out: Path, say: Progress) -> dict:
             os.replace(source, target)
         elif not target.exists():
             raise WebError(f"{source} is missing, and was not moved to {target}: the build cannot finish")
-    write_web_json(out, state["web"])  # (with the digests of the files now in ``out``)
+    write_web_json(out, state["web"])  # (with the digests the join recorded)
     write_json(out / "manifest.json", state["manifest"], indent=2)
     shutil.rmtree(build)
     say("joining shards", 3, 3)

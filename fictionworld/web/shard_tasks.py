@@ -337,4 +337,5 @@ def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
     t = time.process_time()
     e = _world(graph).entities
     write_lexicon(target, EntityLinker(e.name.tolist(), e.aliases.tolist()), entity_forms(e))
+    seal(target)  # (a resumed build checks it before the page join finishes it)
     return None, _node(), time.process_time() - t

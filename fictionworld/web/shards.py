@@ -28,7 +28,7 @@ from pathlib import Path
 from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks
 from fictionworld.web.index import common_limit
 from fictionworld.web.index_files import write_json
-from fictionworld.web.join import MOVING, PAGES_DONE, join_pages, join_shards, move_joined
+from fictionworld.web.join import MOVING, PAGES_DONE, join_pages, join_shards, joined_intact, move_joined, unjoin
 from fictionworld.web.render import RENDERER
 from fictionworld.web.shard_tasks import (
     _RENDERERS,
@@ -154,34 +154,47 @@ def build_world(
 
 
 def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: Progress) -> None:
-    """Before a resumed build takes its finished shards: each rendered shard's pages and each
-    indexed shard's index still as :func:`~fictionworld.web.shard_tasks.seal` recorded them
-    (read whole), else the shard is rendered (and indexed) or indexed again. A damaged page
-    file once the render store is gone cannot be made again: a BuildError names it."""
+    """Before a resumed build takes what it finished: the joined pages and lexicon still as the
+    page join recorded them (else the join is undone, :func:`~fictionworld.web.join.unjoin`),
+    the unfinished lexicon and each rendered shard's pages and each indexed shard's index still
+    as :func:`~fictionworld.web.shard_tasks.seal` recorded them (all read whole); else that part
+    is made again. A damaged page file once the render store is gone cannot be made again: a
+    BuildError names it. Once the pages are joined, an indexed shard's pages are never read
+    again, and are not checked."""
     from fictionworld.web.shard_tasks import sealed_intact
 
-    pages_dir, index_dir = build / "pages", build / "index"
-    finished = len(counts) + len(indexed)
+    pages_dir, index_dir, lexicon = build / "pages", build / "index", build / "lexicon"
+    joined = (build / PAGES_DONE).exists()
+    if joined:
+        say("checking the joined pages", 0, 1)
+        if joined_intact(build) is not None:
+            unjoin(build)
+            joined = False
+        say("checking the joined pages", 1, 1)
+    if not joined and (lexicon / "part.json").exists() and sealed_intact(lexicon) is not None:
+        shutil.rmtree(lexicon)  # (made again from the graph)
+    finished, checked = len(counts) + len(indexed), 0
     if finished:
         say("checking the finished shards", 0, finished)
-    dropped, checked = False, 0
-    for s in sorted(counts):
-        why = sealed_intact(pages_dir / f"shard-{s:05d}.arrow")
-        if why is not None:
-            if not (build / "store" / "store.json").exists():
-                raise BuildError(f"{why}; the render store it was made from is gone: remove {build} to build again")
-            del counts[s]
-            indexed.discard(s)
-            dropped = True
-        checked += 1
-        say("checking the finished shards", checked, finished)
-    if dropped:
-        write_json(build / "counts.json", counts)
     for s in sorted(indexed):
         if sealed_intact(index_dir / f"shard-{s:05d}") is not None:
             indexed.discard(s)
         checked += 1
         say("checking the finished shards", checked, finished)
+    dropped = False
+    for s in sorted(counts):
+        if not (joined and s in indexed):  # (else its pages are read by nothing any more)
+            why = sealed_intact(pages_dir / f"shard-{s:05d}.arrow")
+            if why is not None:
+                if not (build / "store" / "store.json").exists():
+                    raise BuildError(f"{why}; the render store it was made from is gone: remove {build} to build again")  # fmt: skip
+                del counts[s]
+                indexed.discard(s)
+                dropped = True
+        checked += 1
+        say("checking the finished shards", checked, finished)
+    if dropped:
+        write_json(build / "counts.json", counts)
     for p in index_dir.glob("shard-*.done"):
         if int(p.stem.split("-")[1]) not in indexed:
             p.unlink()  # (its index is made again, over what is left of it)

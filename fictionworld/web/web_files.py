@@ -50,9 +50,11 @@ def web_file_names(d: Path) -> list[str]:
 
 
 def write_web_json(d: Path, meta: dict) -> None:
-    """``web.json`` of ``meta`` and the sizes and digests of the web's files now in ``d``
-    (written beside it and moved into place: never there half-written)."""
-    files = file_digests(d, tuple(web_file_names(d)))
+    """``web.json`` of ``meta`` and the sizes and digests of the web's files: ``meta``'s
+    ``files`` where it has them (a sharded build records them as it writes the files), else
+    those of the files now in ``d`` (written beside it and moved into place: never there
+    half-written)."""
+    files = meta.get("files") or file_digests(d, tuple(web_file_names(d)))
     tmp = d / (WEB_JSON + ".tmp")
     tmp.write_text(json.dumps(meta | {"files": files}, indent=2) + "\n")
     os.replace(tmp, d / WEB_JSON)
