@@ -68,6 +68,20 @@ def test_a_worker_lets_go_of_a_removed_store(tmp_path):
         shard_tasks._renderer(str(store)).render_block(0)
         assert mapped() and shard_tasks.tidy(lambda *a: (a, mapped()), 1, 2) == ((1, 2), False)
         assert not shard_tasks._RENDERERS
+        # a store removed and written again (a resumed build rendering a damaged shard again):
+        # the old renderer, mapping the removed files, is let go at the next render task
+        first = shard_tasks._renderer(str(store))
+        shards._remove_store(tmp_path)
+        write_store(world, store)
+        second = shard_tasks._renderer(str(store))
+        assert second is not first and shard_tasks._renderer(str(store)) is second
+        del first
+        import gc
+
+        gc.collect()
+        assert "(deleted)" not in "".join(
+            x for x in Path("/proc/self/maps").read_text().splitlines() if str(store.resolve()) in x
+        )
         assert shard_tasks._renderer(str(store)).render_block(0).num_rows > 0  # (opened again at need)
     finally:
         shard_tasks._RENDERERS.clear()

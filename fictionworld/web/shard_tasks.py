@@ -43,7 +43,9 @@ __all__ = [
 SHARD_COMPRESSION = "zstd"
 
 _WORLDS: dict[str, object] = {}  # graph directory -> World, one per worker process
-_RENDERERS: dict[str, Renderer] = {}  # render store directory -> Renderer
+# render store directory -> (its store.json's identity when opened, Renderer): a store removed,
+# or removed and written again (a resumed build that renders a damaged shard again), is let go
+_RENDERERS: dict[str, tuple[tuple[int, int] | None, Renderer]] = {}
 
 
 def _world(graph: str):
@@ -56,20 +58,31 @@ def _world(graph: str):
     return w
 
 
+def _store_id(store: str) -> tuple[int, int] | None:
+    """(inode, modification time) of a store's ``store.json`` (written last), or None."""
+    try:
+        st = (Path(store) / "store.json").stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
 def _renderer(store: str) -> Renderer:
     _WORLDS.clear()  # a worker that wrote the lexicon or ran the checks needs the graph no more
-    r = _RENDERERS.get(store)
-    if r is None:
-        r = _RENDERERS[store] = Renderer(RenderStore.open(store))
-    return r
+    _forget_removed_stores()
+    got = _RENDERERS.get(store)
+    if got is None:
+        got = _RENDERERS[store] = (_store_id(store), Renderer(RenderStore.open(store)))
+    return got[1]
 
 
 def _forget_removed_stores() -> None:
     """Drop the renderers of stores no longer on disk (the driver removes the store once every
-    shard is rendered): their mappings would hold its disk space until the worker ends. Index
-    tasks call it as they start, between record batches and as they end (at 10M entities the
-    store is 6.8 GiB). A stat per store: cheap enough to ask often."""
-    _drop_renderers([s for s in _RENDERERS if not (Path(s) / "store.json").exists()])
+    shard is rendered), or written again since they were opened: their mappings would hold its
+    disk space until the worker ends. Index tasks call it as they start, between record batches
+    and as they end (at 10M entities the store is 6.8 GiB), and render tasks as they start. A
+    stat per store: cheap enough to ask often."""
+    _drop_renderers([s for s, (opened, _) in _RENDERERS.items() if _store_id(s) != opened])
 
 
 def _drop_renderers(stores: list[str]) -> None:

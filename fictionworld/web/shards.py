@@ -158,9 +158,10 @@ def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: P
     page join recorded them (else the join is undone, :func:`~fictionworld.web.join.unjoin`),
     the unfinished lexicon and each rendered shard's pages and each indexed shard's index still
     as :func:`~fictionworld.web.shard_tasks.seal` recorded them (all read whole); else that part
-    is made again. A damaged page file once the render store is gone cannot be made again: a
-    BuildError names it. Once the pages are joined, an indexed shard's pages are never read
-    again, and are not checked."""
+    is made again. A damaged page file once the render store is gone is rendered from a store
+    written again from the build's graph (:func:`~fictionworld.web.store_stream.write_store_from_graph`:
+    the same store, byte for byte). Once the pages are joined, an indexed shard's pages are
+    never read again, and are not checked."""
     from fictionworld.web.shard_tasks import sealed_intact
 
     pages_dir, index_dir, lexicon = build / "pages", build / "index", build / "lexicon"
@@ -184,10 +185,7 @@ def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: P
     dropped = False
     for s in sorted(counts):
         if not (joined and s in indexed):  # (else its pages are read by nothing any more)
-            why = sealed_intact(pages_dir / f"shard-{s:05d}.arrow")
-            if why is not None:
-                if not (build / "store" / "store.json").exists():
-                    raise BuildError(f"{why}; the render store it was made from is gone: remove {build} to build again")  # fmt: skip
+            if sealed_intact(pages_dir / f"shard-{s:05d}.arrow") is not None:
                 del counts[s]
                 indexed.discard(s)
                 dropped = True
@@ -195,6 +193,12 @@ def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: P
         say("checking the finished shards", checked, finished)
     if dropped:
         write_json(build / "counts.json", counts)
+        if not (build / "store" / "store.json").exists():  # (removed once every shard was rendered)
+            from fictionworld.web.store_stream import write_store_from_graph
+
+            say("writing the render store again", 0, 1)
+            write_store_from_graph(build / "graph", build / "store")
+            say("writing the render store again", 1, 1)
     for p in index_dir.glob("shard-*.done"):
         if int(p.stem.split("-")[1]) not in indexed:
             p.unlink()  # (its index is made again, over what is left of it)
