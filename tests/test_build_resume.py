@@ -248,8 +248,10 @@ def test_a_damaged_shard_page_file_is_rendered_again_or_named(reference, tmp_pat
     path = tmp_path / "w2"  # the pages joined and the shard indexed: its page file is read no more
     build = stopped_before_the_index_join(path, monkeypatch)
     _flip(build / "pages" / "shard-00001.arrow")
-    build_world(small_spec(), SEED, path, workers=2, shards=3)
-    assert fingerprint(path) == reference[1]
+    rendered.clear()
+    monkeypatch.setattr(shards, "render_shard", lambda *a: rendered.append(a[1]) or real(*a))
+    build_world(small_spec(), SEED, path, workers=1, shards=3)
+    assert rendered == [] and fingerprint(path) == reference[1]
 
     path = tmp_path / "w3"  # still to be joined, and the store gone: written again from the graph
     build = stopped_before_the_page_join(path, monkeypatch)
@@ -260,6 +262,38 @@ def test_a_damaged_shard_page_file_is_rendered_again_or_named(reference, tmp_pat
     build_world(small_spec(), SEED, path, workers=1, shards=3)
     assert rendered == [1]
     assert fingerprint(path) == reference[1]
+
+
+def test_a_build_stopped_while_it_writes_the_render_store_again_resumes_from_its_shards(
+    reference, tmp_path, monkeypatch
+):
+    """Stopped while the render store is written again for a damaged shard (minutes at 10M):
+    the next run still finds every shard rendered, checks them, writes the store again and ends
+    with the same world; it does not take the build for one with no store, which made the
+    graph again from scratch."""
+    from fictionworld.web import shards, store_stream
+
+    path = tmp_path / "w"
+    build = stopped_before_the_page_join(path, monkeypatch)
+    _flip(build / "pages" / "shard-00002.arrow")
+
+    def half(graph, store, **kw):  # the facts' files written, then stopped
+        store_stream.write_store_facts(graph, store)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_stream, "write_store_from_graph", half)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=1, shards=3)
+    monkeypatch.undo()
+    assert not (build / "store" / "store.json").exists()
+
+    def never(*_):
+        raise AssertionError("the graph was made again")
+
+    monkeypatch.setattr(shards, "make_graph", never)
+    monkeypatch.setattr(shards, "write_graph", never)
+    summary = build_world(small_spec(), SEED, path, workers=1, shards=3)
+    assert summary["resumed_shards"] == 2 and fingerprint(path) == reference[1]
 
 
 @pytest.mark.parametrize("stop_at", [1, 4, 9, "web.json"])
@@ -413,16 +447,24 @@ def test_damaged_joined_pages_or_lexicon_are_joined_again_when_a_build_resumes(
     assert fingerprint(path) == reference[1]
 
 
-def test_a_damaged_unfinished_lexicon_is_made_again_when_a_build_resumes(reference, tmp_path, monkeypatch):
+@pytest.mark.parametrize("damage", ["flipped", "unsealed", "left by a join stopped half-way"])
+def test_a_damaged_unfinished_lexicon_is_made_again_when_a_build_resumes(reference, tmp_path, monkeypatch, damage):
     """Stopped before the page join, its lexicon's first part written: a file of it changed
-    between runs is found by its seal, and the lexicon made again (before, the join finished
-    the damaged one)."""
+    between runs, no seal (stopped before the task sealed it), or a file the seal does not
+    record (a half-written file of a join stopped while it finished the lexicon): the lexicon
+    is made again (before, the join finished the damaged one, or moved the stray file into the
+    world)."""
     from fictionworld.web import shards
 
     path = tmp_path / "w"
     lexicon = stopped_before_the_page_join(path, monkeypatch) / "lexicon"
     assert (lexicon / "part.json").exists()
-    _flip(_largest(lexicon))
+    if damage == "flipped":
+        _flip(_largest(lexicon))
+    elif damage == "unsealed":
+        (lexicon.parent / "lexicon.sum.json").unlink()
+    else:
+        (lexicon / "web.keys.npy.tmp4242").write_bytes(b"\x93NUMPY half")
     calls = []
     real = shards.build_lexicon
     monkeypatch.setattr(shards, "build_lexicon", lambda *a: calls.append(a) or real(*a))

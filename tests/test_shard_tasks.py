@@ -312,3 +312,34 @@ def test_a_forked_worker_never_destroys_what_its_parent_left_as_garbage(tmp_path
         pool.shutdown()
     gc.collect()
     assert child != os.getpid() and {p.name for p in tmp_path.iterdir()} == {str(os.getpid())}
+
+
+def test_the_lexicon_is_taken_as_written_once_sealed_and_a_task_run_again_leaves_it(tmp_path, monkeypatch):
+    """The page join finishes the lexicon in place, so the build takes its first part as
+    written only once its task has sealed it (hashed after the files are in place; a join
+    started on ``part.json`` alone would change the files under the hashing); and the task run
+    again after that (Ray retries a task whose worker was lost) leaves it alone, where it would
+    replace the directory the join may be finishing."""
+    from fictionworld.storage import save_world
+    from fictionworld.web import shard_tasks, shards
+    from fictionworld.web.lexicon import write_lexicon
+    from generators import generate_world
+
+    world = generate_world(small_spec(1500, block=100), 4)
+    graph, lexicon = tmp_path / "graph", tmp_path / "lexicon"
+    save_world(world, graph, web=False)
+    join = shards._PageJoin(False, 1, tmp_path, graph, {})
+    written = []
+    monkeypatch.setattr("fictionworld.web.lexicon.write_lexicon", lambda *a: written.append(a) or write_lexicon(*a))
+    shard_tasks._WORLDS.clear()
+    try:
+        seal = shard_tasks.seal
+        monkeypatch.setattr(shard_tasks, "seal", lambda p: None)
+        shard_tasks.build_lexicon(str(graph), str(lexicon))
+        assert (lexicon / "part.json").exists() and not join.lexicon_done()
+        seal(lexicon)
+        assert join.lexicon_done() and shard_tasks.sealed_intact(lexicon, only=True) is None
+        shard_tasks.build_lexicon(str(graph), str(lexicon))
+        assert len(written) == 1
+    finally:
+        shard_tasks._WORLDS.clear()

@@ -233,9 +233,10 @@ def seal(path: str | Path) -> None:
     write_json(_seal_file(path), record)
 
 
-def sealed_intact(path: str | Path) -> str | None:
+def sealed_intact(path: str | Path, only: bool = False) -> str | None:
     """Why a finished shard's file (or directory) is not the one :func:`seal` recorded (missing,
-    unsealed, another size or digest), or None when it is. Reads it whole."""
+    unsealed, another size or digest; with ``only``, a directory holding a file the seal does
+    not record), or None when it is. Reads it whole."""
     import json
 
     from fictionworld.digests import check_files
@@ -248,6 +249,12 @@ def sealed_intact(path: str | Path) -> str | None:
         record = json.loads(_seal_file(path).read_text())
     except (OSError, ValueError):
         return f"{path} has no readable record of its digest ({_seal_file(path).name})"
+    if only and path.is_dir() and isinstance(record, dict):
+        from fictionworld.digests import files_under
+
+        extra = sorted(set(files_under(path)) - set(record))
+        if extra:
+            return f"{path} holds {extra[0]}, which {_seal_file(path).name} does not record"
     try:
         check_files(path if path.is_dir() else path.parent, record, digests=True, record=_seal_file(path).name)
     except WorldFormatError as e:
@@ -348,7 +355,9 @@ def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
     from fictionworld.web.linker import EntityLinker
 
     t = time.process_time()
+    if _seal_file(Path(target)).exists():  # a task run again (Ray retries one whose worker was lost
+        return None, _node(), 0.0  # after it sealed): the lexicon is written, and may be being finished
     e = _world(graph).entities
     write_lexicon(target, EntityLinker(e.name.tolist(), e.aliases.tolist()), entity_forms(e))
-    seal(target)  # (a resumed build checks it before the page join finishes it)
+    seal(target)  # last: the build takes the lexicon as written once it is sealed (lexicon_done)
     return None, _node(), time.process_time() - t

@@ -33,6 +33,7 @@ from fictionworld.web.render import RENDERER
 from fictionworld.web.shard_tasks import (
     _RENDERERS,
     _WORLDS,
+    SEAL_SUFFIX,
     build_lexicon,
     index_shard,
     make_graph,
@@ -172,8 +173,11 @@ def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: P
             unjoin(build)
             joined = False
         say("checking the joined pages", 1, 1)
-    if not joined and (lexicon / "part.json").exists() and sealed_intact(lexicon) is not None:
-        shutil.rmtree(lexicon)  # (made again from the graph)
+    lexicon_seal = build / f"{lexicon.name}{SEAL_SUFFIX}"
+    if not joined and (lexicon.exists() or lexicon_seal.exists()) and sealed_intact(lexicon, only=True) is not None:
+        # (damaged, unsealed, or holding what a join stopped half-way left: made again from the graph)
+        shutil.rmtree(lexicon, ignore_errors=True)
+        lexicon_seal.unlink(missing_ok=True)
     finished, checked = len(counts) + len(indexed), 0
     if finished:
         say("checking the finished shards", 0, finished)
@@ -182,23 +186,26 @@ def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: P
             indexed.discard(s)
         checked += 1
         say("checking the finished shards", checked, finished)
-    dropped = False
+    damaged = []
     for s in sorted(counts):
         if not (joined and s in indexed):  # (else its pages are read by nothing any more)
             if sealed_intact(pages_dir / f"shard-{s:05d}.arrow") is not None:
-                del counts[s]
-                indexed.discard(s)
-                dropped = True
+                damaged.append(s)
         checked += 1
         say("checking the finished shards", checked, finished)
-    if dropped:
-        write_json(build / "counts.json", counts)
-        if not (build / "store" / "store.json").exists():  # (removed once every shard was rendered)
-            from fictionworld.web.store_stream import write_store_from_graph
+    if damaged and not (build / "store" / "store.json").exists():  # (removed once every shard was rendered)
+        from fictionworld.web.store_stream import write_store_from_graph
 
-            say("writing the render store again", 0, 1)
-            write_store_from_graph(build / "graph", build / "store")
-            say("writing the render store again", 1, 1)
+        # before counts.json loses the shards: a build stopped while the store is written is
+        # still one with every shard rendered, which resumes here, not from a new graph
+        say("writing the render store again", 0, 1)
+        write_store_from_graph(build / "graph", build / "store")
+        say("writing the render store again", 1, 1)
+    for s in damaged:
+        del counts[s]
+        indexed.discard(s)
+    if damaged:
+        write_json(build / "counts.json", counts)
     for p in index_dir.glob("shard-*.done"):
         if int(p.stem.split("-")[1]) not in indexed:
             p.unlink()  # (its index is made again, over what is left of it)
@@ -355,8 +362,10 @@ class _PageJoin:
         self.future = None
 
     def lexicon_done(self) -> bool:
-        """The lexicon's first part is written (or, once the pages are joined, it is finished)."""
-        return (self.build / "lexicon" / "part.json").exists() or (self.build / PAGES_DONE).exists()
+        """The lexicon's first part is written and sealed (its task hashes it after the files
+        are in place: not before, or the join would finish it under the hashing), or, once the
+        pages are joined, it is finished."""
+        return (self.build / f"lexicon{SEAL_SUFFIX}").exists() or (self.build / PAGES_DONE).exists()
 
     def start_when_ready(self, rendered: bool) -> None:
         if self.thread is not None and self.future is None and rendered and self.lexicon_done():
