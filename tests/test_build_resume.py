@@ -116,34 +116,30 @@ def test_the_driver_joins_the_pages_while_the_last_shard_is_indexed(reference, t
     assert fingerprint(path) == reference[1]
 
 
-def stopped_before_the_index_join(path: Path, monkeypatch) -> Path:
-    """The reference world built in 3 shards to ``path`` and stopped between the page join and
-    the index join, as a kill would stop it; its build directory."""
+def _stopped_at(step: str, path: Path, monkeypatch, workers: int) -> Path:
+    """The reference world built in 3 shards to ``path`` and stopped, as a kill would stop it,
+    where the build calls ``join.<step>``; its build directory."""
     from fictionworld.web import join
 
     def stop(*_):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(join, "_join_indexes", stop)
+    monkeypatch.setattr(join, step, stop)
     with pytest.raises(KeyboardInterrupt):
-        build_world(small_spec(), SEED, path, workers=2, shards=3)
+        build_world(small_spec(), SEED, path, workers=workers, shards=3)
     monkeypatch.undo()
     return path / BUILD_DIR
+
+
+def stopped_before_the_index_join(path: Path, monkeypatch) -> Path:
+    """Stopped between the page join and the index join."""
+    return _stopped_at("_join_indexes", path, monkeypatch, workers=2)
 
 
 def stopped_before_the_page_join(path: Path, monkeypatch) -> Path:
-    """The reference world built in 3 shards to ``path`` by one worker (the pages joined after
-    every shard is indexed) and stopped before the page join; its build directory."""
-    from fictionworld.web import join
-
-    def stop(*_):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(join, "join_pages", stop)
-    with pytest.raises(KeyboardInterrupt):
-        build_world(small_spec(), SEED, path, workers=1, shards=3)
-    monkeypatch.undo()
-    return path / BUILD_DIR
+    """Stopped before the page join, by one worker (which joins the pages after every shard
+    is indexed)."""
+    return _stopped_at("join_pages", path, monkeypatch, workers=1)
 
 
 def test_a_build_stopped_after_its_pages_were_joined_resumes_to_the_same_world(reference, tmp_path, monkeypatch):
