@@ -38,12 +38,17 @@ def resident_bytes(path: Path) -> int:
 
 
 def fingerprint(path: Path) -> dict:
-    """What must not depend on how a world was built: hash, page bytes, ranked results."""
+    """What must not depend on how a world was built: hash, page bytes, ranked results, and
+    ``web.json``'s record of the web's files (every file, each as it is)."""
     import fictionworld as fw
+    from fictionworld.web.web_files import read_web_json, verify_web, web_file_names
 
     world = fw.World.load(path)
     results = [[(r.url, round(r.score, 4)) for r in world.search(q, k=10)] for q in QUERIES]
+    recorded = read_web_json(path)["files"]
+    assert sorted(recorded) == web_file_names(path) and verify_web(path), "web.json does not record the web as it is"
     return {
+        "web_files": {name: v for name, v in recorded.items() if not name.startswith("index/")},  # (index names vary)
         "hash": world.world_hash,
         "pages": (path / "pages.arrow").read_bytes(),
         "url_order": (path / "pages.url-order.npy").read_bytes(),
