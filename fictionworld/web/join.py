@@ -136,8 +136,10 @@ def unjoin(build: Path) -> None:
     for p in build.glob("pages.*"):
         if p.is_file():
             p.unlink()
+    from fictionworld.web.shard_tasks import seal_file
+
     shutil.rmtree(build / LEXICON_DIR, ignore_errors=True)
-    (build / f"{LEXICON_DIR}.sum.json").unlink(missing_ok=True)  # (its seal: see shard_tasks.seal)
+    seal_file(build / LEXICON_DIR).unlink(missing_ok=True)
 
 
 def join_shards(n_shards: int, build: Path, graph: Path, out: Path, say: Progress) -> dict:

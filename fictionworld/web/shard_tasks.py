@@ -24,6 +24,7 @@ from fictionworld.web.store import RenderStore, write_store
 __all__ = [
     "seal",
     "sealed_intact",
+    "seal_file",
     "make_graph",
     "write_graph",
     "render_shard",
@@ -212,7 +213,8 @@ def _peak_rss() -> int:
 SEAL_SUFFIX = ".sum.json"
 
 
-def _seal_file(path: Path) -> Path:
+def seal_file(path: Path) -> Path:
+    """Where :func:`seal` records ``path``: ``<name>.sum.json`` beside it."""
     return path.with_name(path.name + SEAL_SUFFIX)
 
 
@@ -230,13 +232,13 @@ def seal(path: str | Path) -> None:
         record = file_digests(path, tuple(files_under(path)))
     else:
         record = file_digests(path.parent, (path.name,))
-    write_json(_seal_file(path), record)
+    write_json(seal_file(path), record)
 
 
-def sealed_intact(path: str | Path, only: bool = False) -> str | None:
+def sealed_intact(path: str | Path) -> str | None:
     """Why a finished shard's file (or directory) is not the one :func:`seal` recorded (missing,
-    unsealed, another size or digest; with ``only``, a directory holding a file the seal does
-    not record), or None when it is. Reads it whole."""
+    unsealed, another size or digest, or a directory holding a file the seal does not record:
+    the join would take it along), or None when it is. Reads it whole."""
     import json
 
     from fictionworld.digests import check_files
@@ -246,17 +248,17 @@ def sealed_intact(path: str | Path, only: bool = False) -> str | None:
     if not path.exists():
         return f"{path} is missing"
     try:
-        record = json.loads(_seal_file(path).read_text())
+        record = json.loads(seal_file(path).read_text())
     except (OSError, ValueError):
-        return f"{path} has no readable record of its digest ({_seal_file(path).name})"
-    if only and path.is_dir() and isinstance(record, dict):
+        return f"{path} has no readable record of its digest ({seal_file(path).name})"
+    if path.is_dir() and isinstance(record, dict):
         from fictionworld.digests import files_under
 
         extra = sorted(set(files_under(path)) - set(record))
         if extra:
-            return f"{path} holds {extra[0]}, which {_seal_file(path).name} does not record"
+            return f"{path} holds {extra[0]}, which {seal_file(path).name} does not record"
     try:
-        check_files(path if path.is_dir() else path.parent, record, digests=True, record=_seal_file(path).name)
+        check_files(path if path.is_dir() else path.parent, record, digests=True, record=seal_file(path).name)
     except WorldFormatError as e:
         return str(e)
     return None
@@ -355,7 +357,7 @@ def build_lexicon(graph: str, target: str) -> tuple[None, str, float]:
     from fictionworld.web.linker import EntityLinker
 
     t = time.process_time()
-    if _seal_file(Path(target)).exists():  # a task run again (Ray retries one whose worker was lost
+    if seal_file(Path(target)).exists():  # a task run again (Ray retries one whose worker was lost
         return None, _node(), 0.0  # after it sealed): the lexicon is written, and may be being finished
     e = _world(graph).entities
     write_lexicon(target, EntityLinker(e.name.tolist(), e.aliases.tolist()), entity_forms(e))

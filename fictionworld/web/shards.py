@@ -33,11 +33,11 @@ from fictionworld.web.render import RENDERER
 from fictionworld.web.shard_tasks import (
     _RENDERERS,
     _WORLDS,
-    SEAL_SUFFIX,
     build_lexicon,
     index_shard,
     make_graph,
     render_shard,
+    seal_file,
     tidy,
     write_graph,
 )
@@ -173,8 +173,8 @@ def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: P
             unjoin(build)
             joined = False
         say("checking the joined pages", 1, 1)
-    lexicon_seal = build / f"{lexicon.name}{SEAL_SUFFIX}"
-    if not joined and (lexicon.exists() or lexicon_seal.exists()) and sealed_intact(lexicon, only=True) is not None:
+    lexicon_seal = seal_file(lexicon)
+    if not joined and (lexicon.exists() or lexicon_seal.exists()) and sealed_intact(lexicon) is not None:
         # (damaged, unsealed, or holding what a join stopped half-way left: made again from the graph)
         shutil.rmtree(lexicon, ignore_errors=True)
         lexicon_seal.unlink(missing_ok=True)
@@ -365,7 +365,7 @@ class _PageJoin:
         """The lexicon's first part is written and sealed (its task hashes it after the files
         are in place: not before, or the join would finish it under the hashing), or, once the
         pages are joined, it is finished."""
-        return (self.build / f"lexicon{SEAL_SUFFIX}").exists() or (self.build / PAGES_DONE).exists()
+        return seal_file(self.build / "lexicon").exists() or (self.build / PAGES_DONE).exists()
 
     def start_when_ready(self, rendered: bool) -> None:
         if self.thread is not None and self.future is None and rendered and self.lexicon_done():
