@@ -1,4 +1,5 @@
 """What the sharded-build tests share: a small world spec in many blocks, its seed and queries;
+what must not depend on how a world was built (``fingerprint``); builds stopped before a join;
 and how many bytes of a file (or of the files under a directory) are mapped into this process."""
 
 from __future__ import annotations
@@ -9,7 +10,15 @@ from pathlib import Path
 
 from fictionworld.spec import default_spec
 
-__all__ = ["QUERIES", "SEED", "fingerprint", "resident_bytes", "small_spec"]
+__all__ = [
+    "QUERIES",
+    "SEED",
+    "fingerprint",
+    "resident_bytes",
+    "small_spec",
+    "stopped_before_the_index_join",
+    "stopped_before_the_page_join",
+]
 
 SEED = 4  # a world with URL clashes: the join renames pages and orders the new URLs
 QUERIES = ("festival", "river city", "people born in", "Films released in 1998", "company founded", "award 2004")
@@ -60,3 +69,32 @@ def fingerprint(path: Path) -> dict:
         "results": results,
         "manifest": json.loads((path / "manifest.json").read_text())["world_hash"],
     }
+
+
+def _stopped_at(step: str, path: Path, monkeypatch, workers: int) -> Path:
+    """The reference world built in 3 shards to ``path`` and stopped, as a kill would stop it,
+    where the build calls ``join.<step>``; its build directory."""
+    import pytest
+
+    from fictionworld.web import join
+    from fictionworld.web.shards import BUILD_DIR, build_world
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(join, step, stop)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(small_spec(), SEED, path, workers=workers, shards=3)
+    monkeypatch.undo()
+    return path / BUILD_DIR
+
+
+def stopped_before_the_index_join(path: Path, monkeypatch) -> Path:
+    """Stopped between the page join and the index join."""
+    return _stopped_at("_join_indexes", path, monkeypatch, workers=2)
+
+
+def stopped_before_the_page_join(path: Path, monkeypatch) -> Path:
+    """Stopped before the page join, by one worker (which joins the pages after every shard
+    is indexed)."""
+    return _stopped_at("join_pages", path, monkeypatch, workers=1)
