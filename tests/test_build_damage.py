@@ -2,7 +2,7 @@
 and indexes, the joined pages and lexicon, the lexicon's first part, a file damaged while the
 world was being moved into place. Each part is sealed with its size and digest as it is
 written; a resumed build reads the seals and makes a damaged part again, ending with the same
-world (or `validate` names the file)."""
+world, or names the damaged file where nothing is left to make it from."""
 
 from __future__ import annotations
 
@@ -174,16 +174,19 @@ def test_a_damaged_unfinished_lexicon_is_made_again_when_a_build_resumes(referen
     assert fingerprint(path) == reference[1]
 
 
-def test_web_json_records_the_files_as_the_build_wrote_them_not_as_it_found_them_after_a_stop(
-    reference, tmp_path, monkeypatch
+@pytest.mark.parametrize("damaged", ["pages.arrow", "entities.parquet", "lexicon", "index"])
+def test_a_file_damaged_while_a_build_was_stopped_in_its_moves_is_named_not_moved_into_the_world(
+    reference, tmp_path, monkeypatch, damaged
 ):
-    """A file damaged while a build was stopped moving its files into place: ``web.json`` holds
-    the digests taken when the build wrote the files, so `validate` names the damaged one
-    (before, the digests were taken after the moves, of the damaged file)."""
+    """Stopped while moving its files into place, a file damaged before the build resumed, one
+    already moved (the pages, the graph's entities) or one still in the build (the lexicon, the
+    index): the resumed build names it and leaves the world unfinished, its manifest unwritten,
+    and says so again when run again (before, it finished the world with the damage in it:
+    ``web.json`` held the digests taken as the files were written, so only `validate` named it)."""
     import os
 
-    from fictionworld.web.pages import WebError
-    from fictionworld.web.web_files import verify_web
+    from fictionworld.reading import WorldFormatError
+    from fictionworld.web.join import MOVING
 
     path = tmp_path / "w"
     real_replace = os.replace
@@ -200,7 +203,18 @@ def test_web_json_records_the_files_as_the_build_wrote_them_not_as_it_found_them
     with pytest.raises(KeyboardInterrupt):
         build_world(small_spec(), SEED, path, workers=1, shards=3)
     monkeypatch.undo()
-    _flip(path / "pages.arrow")
+    build = path / BUILD_DIR
+    target = {"pages.arrow": path / "pages.arrow", "entities.parquet": path / "entities.parquet",
+              "lexicon": _largest(build / "lexicon"), "index": _largest(build / "index.joined")}[damaged]  # fmt: skip
+    assert target.exists() and (damaged in ("lexicon", "index")) == (build in target.parents)
+    _flip(target)
+    for _ in range(2):
+        with pytest.raises(
+            WorldFormatError, match=rf"{target.name} does not match .*damaged while the build was stopped"
+        ):
+            build_world(small_spec(), SEED, path, workers=1, shards=3)
+        assert (build / MOVING).exists() and not (path / "manifest.json").exists()
+    moved_to = next(p for p in path.rglob(target.name) if build not in p.parents)  # (the moves are finished)
+    _flip(moved_to)  # (the damage undone, the build finishes: nothing was lost)
     build_world(small_spec(), SEED, path, workers=1, shards=3)
-    with pytest.raises(WebError, match=r"pages\.arrow does not match web\.json"):
-        verify_web(path)
+    assert fingerprint(path) == reference[1]

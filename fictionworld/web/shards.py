@@ -116,7 +116,7 @@ def build_world(
         say("resuming", 0, 1)
         checks_file = build / "checks.json"
         violations = json.loads(checks_file.read_text()) if validate and checks_file.exists() else []
-        summary = move_joined(build, build / "graph", out, say)
+        summary = move_joined(build, build / "graph", out, say, check=True)
         return {**summary, "times": times, "violations": violations, "nodes": [],
                 "shards": len(plan["shards"]), "resumed_shards": len(plan["shards"])}  # fmt: skip
     graph, store = build / "graph", build / "store"
