@@ -10,6 +10,7 @@ next to bm25s and rank-bm25 on the same pages and queries in the same process.
     python benchmarks/bench_search.py --world DIR --evict --verify on-read files   # first answers from disk
     python benchmarks/bench_search.py --world DIR --preload  # Web.preload or not, alternated in one process
     python benchmarks/bench_search.py --world DIR --by-speed --repeat 2   # by the machine's speed (machine.py)
+    python benchmarks/bench_search.py --world DIR --split [--preload]   # where a search's time goes
 
 ``--world`` times a fresh process from its start to its first answer, opening the world as a
 server does (``verify="on-read"``: lazily read tables, each data file's digest checked before
@@ -44,6 +45,7 @@ from search_children import (
     LATENCY_QUERIES,
     PRELOAD_CHILD,
     SERVE_CHILD,
+    SPLIT_CHILD,
 )
 
 
@@ -198,6 +200,27 @@ def by_speed(world: str, repeat: int) -> None:
         print(json.dumps(d), file=sys.stderr)
 
 
+def split(world: str, repeat: int, preloaded: bool) -> None:
+    """Where each ``world.search`` goes, in fresh processes (one core): the engine
+    (``TantivyIndex.search``, every fetch), entity linking (``EntityLinker.link``), the ten
+    results (``render_results``: snippets, titles, URLs) and the rest (analysis, respelling,
+    visibility, exact titles), each query's own parts; over the latency runs' first 1,200
+    queries, 1,200 unseen ones, and those again (what a query asked before costs: the engine's
+    caches and the CPU's hold its postings). The parts' p50s do not add up to the whole's.
+    ``preloaded``: ``Web.preload`` first (resident files only), as ``fictionworld serve`` does."""
+    print(f"== {world}: world.search in parts (fresh process each; one core"
+          f"{'; preloaded' if preloaded else ''}), p50 / mean ms ==")  # fmt: skip
+    parts = ("search", "engine", "linker", "results", "rest")
+    for run in range(repeat):
+        d = _child(SPLIT_CHILD, world, "1" if preloaded else "0")
+        print(f"{f'run {run + 1}':11} {'queries':>6}" + "".join(f" {p:>13}" for p in parts) + f" {'faults/query':>13}")
+        for name in ("first", "unseen", "asked again"):
+            r = d[name]
+            cells = "".join(f" {r[p]['p50_ms']:6.2f} /{r[p]['mean_ms']:5.2f}" for p in parts)
+            print(f"{name:11} {r['queries']:6,}{cells} {r['minor_faults'] / r['queries']:13.1f}")
+        print(json.dumps(d), file=sys.stderr)
+
+
 def preload_ab(world: str, repeat: int, blocks: tuple[int, ...] = (600, 50)) -> None:
     """``Web.preload`` (what each worker of ``fictionworld serve --preload`` runs once it
     starts) against none, in one process: 3,600 queries in blocks, this process's page-table
@@ -239,8 +262,13 @@ def main() -> None:
                     "it) or not, blocks of queries alternated in one process; latency and page faults")
     ap.add_argument("--by-speed", action="store_true", help="with --world: world.search timed in blocks of 50 "
                     "queries with the machine's speed between them; every query, and the blocks at its fastest")
+    ap.add_argument("--split", action="store_true", help="with --world: each search's engine, linking, results "
+                    "and the rest, asked the first time and again (with --preload: preloaded first)")
     args = ap.parse_args()
     print(machine.line(), flush=True)  # figures of different days compare only through it
+    if args.world and args.split:
+        split(args.world, args.repeat, args.preload)
+        return
     if args.world and args.by_speed:
         by_speed(args.world, args.repeat)
         return

@@ -389,3 +389,46 @@ def latency_world(directory: str):
     space: dict = {}
     exec(LATENCY_QUERIES, space)
     return world, space["latency_queries"](web, lexicon.names if lexicon is not None else world.entities.name)
+
+
+# ``--split``: where each ``world.search`` goes, the same query asked the first time and again.
+SPLIT_CHILD = ONE_CORE + BESIDE + r"""
+import json, resource, sys, time
+import numpy as np
+from search_children import latency_world
+world, make_queries = latency_world(sys.argv[1])
+web = world.web
+world.search("Juopla festival", k=10)
+preloaded = web.preload(resident_only=True).as_dict() if sys.argv[2] == "1" else None
+spent = {}
+def timed(cls, name, part):  # each call's time added to ``spent[part]`` (the class's own method kept)
+    real = getattr(cls, name)
+    def wrapper(self, *a, **k):
+        t = time.perf_counter()
+        try:
+            return real(self, *a, **k)
+        finally:
+            spent[part] = spent.get(part, 0.0) + time.perf_counter() - t
+    setattr(cls, name, wrapper)
+timed(type(web.index), "search", "engine")
+timed(type(web.linker), "link", "linker")
+timed(type(web.model), "render_results", "results")
+out = {"preload": preloaded}
+first, again = make_queries(0), make_queries(1)
+asked = set(first)
+unseen = [q for q in again if q not in asked]
+for name, qs in (("first", first), ("unseen", unseen), ("asked again", unseen)):
+    rows = []
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for q in qs:
+        spent.clear()
+        t = time.perf_counter(); world.search(q, k=10); whole = time.perf_counter() - t
+        rows.append([whole, spent.get("engine", 0.0), spent.get("linker", 0.0), spent.get("results", 0.0)])
+    x = np.array(rows) * 1e3
+    x = np.column_stack([x, x[:, 0] - x[:, 1:].sum(axis=1)])
+    out[name] = {"queries": len(qs), "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
+                 **{part: {"p50_ms": float(np.percentile(x[:, i], 50)), "mean_ms": float(x[:, i].mean())}
+                    for i, part in enumerate(["search", "engine", "linker", "results", "rest"])}}
+print(json.dumps(out))
+"""
+
