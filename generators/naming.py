@@ -3,6 +3,7 @@ blocks (``name_hashes``), built from invented gazetteer-free stems, and turned i
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
@@ -23,18 +24,24 @@ def unique_names(
     """Fill ``n`` slots with distinct names: ``candidates(slots, round)`` proposes one name per
     slot still open; the first unused proposal wins (order-preserving, so deterministic)."""
     taken = set() if taken is None else taken
+    # A _Taken's other blocks' names are tested for a whole round's proposals at once (they do
+    # not change within it). One name at a time, its hash and search cost some 40 us: at 3M
+    # entities 216,000 of them, 9 s on one core, and more than linearly more with the entities
+    # (more names clash); the graph's generation with 2 workers went from 28.2 to 24.3 s there
+    names = taken.names if isinstance(taken, _Taken) else taken
     out: list[str | None] = [None] * n
     todo = list(range(n))
     for rnd in range(max_rounds):
         if not todo:
             break
         props = candidates(np.asarray(todo, np.int64), rnd)
+        elsewhere = taken.elsewhere(props) if isinstance(taken, _Taken) else itertools.repeat(False)
         rest = []
-        for slot, name in zip(todo, props):
-            if name in taken or (reject is not None and reject(name)):
+        for slot, name, other in zip(todo, props, elsewhere):
+            if name in names or other or (reject is not None and reject(name)):
                 rest.append(slot)
             else:
-                taken.add(name)
+                names.add(name)
                 out[slot] = name
         todo = rest
     if todo:
@@ -74,11 +81,13 @@ class _Taken:
         self.names, self.banned = names, banned
 
     def __contains__(self, name: str) -> bool:
-        if name in self.names:
-            return True
-        h = name_hashes([name])
-        i = np.searchsorted(self.banned, h)
-        return bool(i[0] < len(self.banned) and self.banned[i[0]] == h[0])
+        return name in self.names or self.elsewhere([name])[0]
+
+    def elsewhere(self, names: list[str]) -> list[bool]:
+        """Whether each of ``names`` is one of every block's (by its hash), in one pass."""
+        h = name_hashes(names)
+        at = np.minimum(self.banned.searchsorted(h), max(len(self.banned) - 1, 0))
+        return (self.banned[at] == h).tolist() if len(self.banned) else [False] * len(h)
 
     def add(self, name: str) -> None:
         self.names.add(name)

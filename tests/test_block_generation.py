@@ -12,6 +12,7 @@ from fictionworld.executors import LocalTasks, RayTasks
 from fictionworld.schema import PREDICATE_CODE
 from fictionworld.spec import GENERATION_BLOCK, default_spec
 from generators import generate_world
+from generators.naming import _Taken, name_hashes
 
 
 def blocked(entities: int, block: int, **counts):
@@ -106,6 +107,19 @@ def test_names_taken_in_another_block_are_drawn_again(monkeypatch):
     monkeypatch.setattr(gb, "run_block", real)
     assert world.world_hash == generate_world(spec, 5).world_hash
     assert check_world(world) == []
+
+
+def test_a_name_is_taken_when_any_block_has_it():
+    """``_Taken`` (what a block drawing names again tests them against): its own names, and
+    every block's by hash, one name or a round's proposals at once."""
+    real = ["Linnea Yeymo", "Ærøskøbing Hall", "Vesalena Exhibition 1998", ""]
+    taken = _Taken({"Own Name"}, np.sort(name_hashes(real)))
+    assert all(x in taken for x in [*real, "Own Name"])
+    others = ["Linnea Yeym", "linnea yeymo", "Zzz", " ", "Own Name"]
+    assert not any(x in taken for x in others[:-1])
+    assert taken.elsewhere([*others, *real]) == [False] * len(others) + [True] * len(real)
+    assert "Zzz" not in _Taken(set(), np.zeros(0, np.uint64))
+    assert _Taken(set(), np.zeros(0, np.uint64)).elsewhere(["a", "b"]) == [False, False]
 
 
 def test_a_block_draws_the_same_whatever_comes_after_it():
