@@ -3,7 +3,6 @@ blocks (``name_hashes``), built from invented gazetteer-free stems, and turned i
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable
 
@@ -17,31 +16,32 @@ __all__ = ["unique_names", "name_hashes", "clean_stems", "join_suffix", "slug"]
 def unique_names(
     candidates: Callable[[np.ndarray, int], list[str]],
     n: int,
-    taken: set[str] | None = None,
+    taken: _Taken | None = None,
     max_rounds: int = 60,
     reject: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """Fill ``n`` slots with distinct names: ``candidates(slots, round)`` proposes one name per
-    slot still open; the first unused proposal wins (order-preserving, so deterministic)."""
-    taken = set() if taken is None else taken
-    # A _Taken's other blocks' names are tested for a whole round's proposals at once (they do
-    # not change within it). One name at a time, its hash and search cost some 40 us: at 3M
-    # entities 216,000 of them, 9 s on one core, and more than linearly more with the entities
-    # (more names clash); the graph's generation with 2 workers went from 28.2 to 24.3 s there
-    names = taken.names if isinstance(taken, _Taken) else taken
+    slot still open; the first unused proposal wins (order-preserving, so deterministic).
+    ``taken``: names already used (this block's, and every block's by hash); each name won is
+    added to it."""
+    taken = _Taken(set()) if taken is None else taken
     out: list[str | None] = [None] * n
     todo = list(range(n))
     for rnd in range(max_rounds):
         if not todo:
             break
         props = candidates(np.asarray(todo, np.int64), rnd)
-        elsewhere = taken.elsewhere(props) if isinstance(taken, _Taken) else itertools.repeat(False)
+        # every block's names do not change within a round: tested for all its proposals at
+        # once (one name at a time, its hash and search cost some 40 us: at 3M entities
+        # 216,000 of them, 9 s on one core, more than linearly more with the entities as more
+        # names clash; the graph's generation with 2 workers went from 28.2 to 24.3 s there)
+        elsewhere = taken.elsewhere(props)
         rest = []
         for slot, name, other in zip(todo, props, elsewhere):
-            if name in names or other or (reject is not None and reject(name)):
+            if other or name in taken.names or (reject is not None and reject(name)):
                 rest.append(slot)
             else:
-                names.add(name)
+                taken.add(name)
                 out[slot] = name
         todo = rest
     if todo:
@@ -75,19 +75,23 @@ def name_hashes(names) -> np.ndarray:
 
 
 class _Taken:
-    """Names taken: a set of this block's, and the sorted hashes of every block's."""
+    """Names taken: a set of this block's, and the sorted hashes of every block's (none by
+    default)."""
 
-    def __init__(self, names: set[str], banned: np.ndarray):
-        self.names, self.banned = names, banned
+    def __init__(self, names: set[str], banned: np.ndarray | None = None):
+        self.names = names
+        self.banned = np.zeros(0, np.uint64) if banned is None else banned
 
     def __contains__(self, name: str) -> bool:
         return name in self.names or self.elsewhere([name])[0]
 
     def elsewhere(self, names: list[str]) -> list[bool]:
         """Whether each of ``names`` is one of every block's (by its hash), in one pass."""
+        if not len(self.banned):
+            return [False] * len(names)
         h = name_hashes(names)
-        at = np.minimum(self.banned.searchsorted(h), max(len(self.banned) - 1, 0))
-        return (self.banned[at] == h).tolist() if len(self.banned) else [False] * len(h)
+        at = np.minimum(self.banned.searchsorted(h), len(self.banned) - 1)
+        return (self.banned[at] == h).tolist()
 
     def add(self, name: str) -> None:
         self.names.add(name)

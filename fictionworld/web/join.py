@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from fictionworld.digests import check_digests, check_files, file_digests, files_under
+from fictionworld.digests import check_files, file_digests, files_under
 from fictionworld.reading import WorldFormatError
 from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments, write_json
 from fictionworld.web.lexicon import LEXICON_DIR, finish_lexicon, list_titles, web_speller
@@ -203,7 +203,7 @@ def move_joined(build: Path, graph: Path, out: Path, say: Progress, *, check: bo
         elif not target.exists():
             raise WebError(f"{source} is missing, and was not moved to {target}: the build cannot finish")
     if check:
-        _check_moved(out, state)
+        _check_moved(out, state, say)
     write_web_json(out, state["web"])  # (with the digests the join recorded)
     write_json(out / "manifest.json", state["manifest"], indent=2)
     shutil.rmtree(build)
@@ -211,15 +211,15 @@ def move_joined(build: Path, graph: Path, out: Path, say: Progress, *, check: bo
     return state["summary"]
 
 
-def _check_moved(out: Path, state: dict) -> None:
+def _check_moved(out: Path, state: dict, say: Progress) -> None:
     """The graph's files against the manifest's digests and the web's against those the join
     recorded (a marker from before the join recorded them has none: the web's are left to
     ``validate``): every byte of the world read (13 GiB at 10M entities), only when a build
     resumes in its moves."""
+    recorded = {**state["manifest"]["files"], **(state["web"].get("files") or {})}
     try:
-        check_digests(out, state["manifest"]["files"])
-        if isinstance(state["web"].get("files"), dict):
-            check_files(out, state["web"]["files"], digests=True, record=MOVING)
+        check_files(out, recorded, digests=True, record=MOVING,
+                    progress=lambda done, total: say("checking the moved files", done, total))  # fmt: skip
     except WorldFormatError as e:
         raise WorldFormatError(f"{e}: damaged while the build was stopped; remove {out} and build again") from None
 
