@@ -41,6 +41,45 @@ def test_a_misspelt_word_alone_finds_what_its_spelling_does(world):
     assert web.search("flims released in 1998", 1)[0].title == "Films released in 1998"
 
 
+def test_a_misspelt_word_links_by_any_of_its_closest_spellings():
+    """A misspelt word's closest spellings are alternatives: candidates hold any of them, not the
+    rarest alone ("rirbis": "ribris", "rirbia" and "riris" one edit each; "rirbia" is on one
+    entity, "Rirbia Solutions", whose other word the query lacks)."""
+    from fictionworld.web.linker import EntityLinker
+
+    names = ["Ribris", "Ribris Tower", "Ribris Lake", "Rirbia Solutions", "Riris Holdings", "Orvel Dane"]
+    linker = EntityLinker(names, [()] * len(names))
+    assert set(linker.correct("rirbis")) == {"ribris", "rirbia", "riris"}
+    links = linker.link("Rirbis")
+    assert [link.row for link in links][:1] == [0], links  # "Ribris" itself, then the longer names
+    assert [link.row for link in linker.link("Rirbia Solutoins")][:1] == [3]
+    assert linker.link("Orvel Dnae")[0].row == 5  # one spelling: as before
+
+
+def test_a_misspelling_planted_on_confusable_pages_is_still_corrected(world, monkeypatch):
+    """A confusable page names its entity with one edit of its longest word: a misspelling on
+    pages, but on none of the authoritative web. Entity linking still corrects it, however many
+    such pages hold it (the threshold is lowered here so that one page is "many")."""
+    import fictionworld.web.web as web_module
+
+    web = world.web
+    assert web.index.hides_layers
+    planted = []
+    for row in np.flatnonzero(web.pages.kind == "profile").tolist():
+        shown = web.pages.titles[row].split(" – ")[0]
+        real = world.entities.name[web.pages.entity[row]]
+        typo = [w for w, r in zip(shown.split(), real.split()) if w != r and w.isalpha() and len(w) > 5]
+        if typo and web.index.doc_freq(web.index.analyze(typo[0])[0]) and not web.linker.word_id(typo[0].lower()) >= 0:
+            planted.append((shown, int(web.pages.entity[row]), typo[0]))
+    assert len(planted) >= 3
+    monkeypatch.setattr(web_module, "COMMON_WORD_PAGES", 1)
+    for shown, entity, typo in planted[:10]:
+        assert not web._known(typo), typo  # on pages, none authoritative
+        article = web.articles_of([entity])[0]
+        assert article in [h.page for h in web.hits(shown, 10)], shown
+    assert web._known("founded") and web._known("companies")
+
+
 def test_spelling_correction_leaves_words_the_index_holds_alone(world):
     web = world.web
     # a decoy profile's typo ("Glasswrks" in some worlds) is on a page: kept

@@ -156,6 +156,7 @@ class TantivyIndex:
         self.searcher = self.index.searcher()
         self.num_docs = self.searcher.num_docs
         self._df: dict[tuple[str, str], int] = {}  # document frequency per clause (field, token)
+        self._outside: dict[tuple[str, tuple[str, ...]], int] = {}  # freq_outside per (token, layers)
         self.common = CommonClauses(self)  # what the search knows of the common clauses, cached
         self._runs = _open_runs(self.searcher, path) if path is not None else None
         try:  # an index built before pages had their layer indexed cannot leave layers out
@@ -227,6 +228,29 @@ class TantivyIndex:
     @_native
     def doc_freq(self, token: str) -> int:
         return self._field_df("body", token) + self._field_df("title", token)
+
+    @_native
+    def freq_outside(self, token: str, layers: Iterable[str]) -> int:
+        """:meth:`doc_freq` of ``token`` less its pages of the perturbation layers ``layers`` (an
+        index that ``hides_layers``): title and body counted as ``doc_freq`` counts them. One
+        count per field and layer of the pages holding both terms, led by the rarer: it costs
+        about what ``token``'s pages do, so a caller asks it of rare words. Cached."""
+        t = self._t
+        layers = tuple(h for h in layers if self._field_df("layer", h))
+        key = (token, layers)
+        total = self._outside.get(key)
+        if total is None:
+            total = 0
+            for field in ("title", "body"):
+                df = self._field_df(field, token)
+                total += df
+                for h in layers if df else ():
+                    both = [(t.Occur.Must, t.Query.term_query(self.schema, f, x, "basic")) for f, x in ((field, token), ("layer", h))]  # fmt: skip
+                    total -= self.searcher.search(t.Query.boolean_query(both), limit=1, count=True).count
+            if len(self._outside) > 200_000:
+                self._outside.clear()
+            self._outside[key] = total
+        return total
 
     @_native
     def exact_titles(self, title: str, n: int = 10_000) -> list[int]:
