@@ -29,6 +29,29 @@ def literal_correct(vocab: set[str], word: str) -> list[str]:
     return [w for w, s, _ in hits if s >= hits[0][1] - 1e-9] if hits else []
 
 
+def literal_spellings(vocab: set[str], word: str, limit: int = 16) -> list[str]:
+    """``Speller.spellings`` written plainly: known -> itself; short or a number -> nothing; else,
+    of the words :func:`literal_correct` scores that reach MIN_SIMILARITY, those at the fewest
+    OSA edits, the most similar first, then alphabetically, at most ``limit``."""
+    if word in vocab:
+        return [word]
+    if len(word) < 4 or word.isdigit():
+        return []
+    h = lambda n: 1 if n <= 4 else 2 if n <= 6 else 3  # noqa: E731
+    pool = [
+        w
+        for w in sorted(vocab)
+        if abs(len(w) - len(word)) <= 1
+        and (w[: h(len(w))] == word[: h(len(w))] or w[-h(len(w)) :] == word[-h(len(w)) :])
+        and OSA.normalized_similarity(word, w) >= MIN_SIMILARITY
+    ]
+    if not pool:
+        return []
+    fewest = min(OSA.distance(word, w) for w in pool)
+    near = [w for w in pool if OSA.distance(word, w) == fewest]
+    return sorted(near, key=lambda w: (-OSA.normalized_similarity(word, w), w))[:limit]
+
+
 def edits(word: str, rng: random.Random) -> str:
     letters = "abcdeéiklmnorstuvyzøß"
     i = rng.randrange(len(word) + 1)

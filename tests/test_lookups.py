@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from rapidfuzz.distance import OSA
-from spelling_helpers import edits, literal_correct
+from spelling_helpers import edits, literal_correct, literal_spellings
 
 from fictionworld.web import linker
 from fictionworld.web.arrow import write_arrow
@@ -49,6 +49,8 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, one_edit_pool, tmp_pa
     for q in queries:
         want = literal_correct(vocab, q)
         assert [x.correct(q) for x in spellers] == [want] * 5, q
+        want = literal_spellings(vocab, q)
+        assert [x.spellings(q) for x in spellers] == [want] * 5, q
     # one edit away from a word of 4+ letters is never out of reach: the word, or one as close, is found
     for w in rng.sample(sorted(w for w in vocab if len(w) >= 4 and not w.isdigit()), 300):
         q = edits(w, rng)
@@ -78,6 +80,27 @@ def test_many_words_one_edit_away_rank_as_the_rule_says(seed, monkeypatch):
         speller = Speller(vocab)
         for q in queries:
             assert speller.correct(q) == literal_correct(vocab, q), (pool, q)
+            assert speller.spellings(q) == literal_spellings(vocab, q), (pool, q)
+            assert speller.spellings(q, limit=2) == literal_spellings(vocab, q, limit=2), (pool, q)
+
+
+def test_spellings_keep_every_word_at_the_fewest_edits_where_correct_prefers_longer_ones():
+    """The word "voumko" is one edit from each of these; ``correct``'s similarity (normalised by
+    the longer word) ranks the added letters above the swap and the change; ``spellings`` keeps
+    them all."""
+    speller = Speller(["volumko", "vovumko", "voyumko", "vuomko", "volmko", "vomkov"])
+    assert speller.correct("voumko") == ["volumko", "vovumko", "voyumko"]
+    assert speller.spellings("voumko") == ["volumko", "vovumko", "voyumko", "volmko", "vuomko"]
+    assert speller.spellings("voumko", limit=4) == ["volumko", "vovumko", "voyumko", "volmko"]
+    assert speller.spellings("vuomko") == ["vuomko"] and speller.spellings("vou") == []
+
+
+def test_a_misspelt_name_links_by_a_spelling_correct_would_drop():
+    """The rest of the name picks among the spellings: "Tanja Voumko" is Tanja Vuomko, though
+    three other words one edit from "voumko" rank above "vuomko"."""
+    names = ["Tanja Vuomko", "Ilse Volumko", "Ari Vovumko", "Eva Voyumko", "Tanja Orvel"]
+    linked = linker.EntityLinker(names, [()] * len(names)).link("Tanja Voumko")
+    assert linked and linked[0].row == 0, linked
 
 
 def test_letters_of_a_column_hold_every_character():

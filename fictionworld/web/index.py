@@ -231,22 +231,21 @@ class TantivyIndex:
 
     @_native
     def freq_outside(self, token: str, layers: Iterable[str]) -> int:
-        """:meth:`doc_freq` of ``token`` less its pages of the perturbation layers ``layers`` (an
-        index that ``hides_layers``): title and body counted as ``doc_freq`` counts them. One
-        count per field and layer of the pages holding both terms, led by the rarer: it costs
-        about what ``token``'s pages do, so a caller asks it of rare words. Cached."""
+        """Pages holding ``token`` (title or body) outside the perturbation layers ``layers`` (an
+        index that ``hides_layers``). One count over the token's pages, each sought in the
+        layers' postings: it costs about what ``token``'s pages do, so a caller asks it of
+        rare words. Cached."""
         t = self._t
         layers = tuple(h for h in layers if self._field_df("layer", h))
         key = (token, layers)
         total = self._outside.get(key)
         if total is None:
+            held = [(t.Occur.Should, t.Query.term_query(self.schema, f, token, "basic")) for f in ("title", "body") if self._field_df(f, token)]  # fmt: skip
             total = 0
-            for field in ("title", "body"):
-                df = self._field_df(field, token)
-                total += df
-                for h in layers if df else ():
-                    both = [(t.Occur.Must, t.Query.term_query(self.schema, f, x, "basic")) for f, x in ((field, token), ("layer", h))]  # fmt: skip
-                    total -= self.searcher.search(t.Query.boolean_query(both), limit=1, count=True).count
+            if held:
+                out = [(t.Occur.MustNot, t.Query.term_query(self.schema, "layer", h, "basic")) for h in layers]
+                query = t.Query.boolean_query([(t.Occur.Must, t.Query.boolean_query(held)), *out])
+                total = self.searcher.search(query, limit=1, count=True).count
             if len(self._outside) > 200_000:
                 self._outside.clear()
             self._outside[key] = total

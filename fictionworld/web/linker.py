@@ -188,6 +188,48 @@ class Speller:
             return [word]
         if len(word) < 4 or word.isdigit():
             return []
+        ids = self._pool(word)
+        if len(ids) > ONE_EDIT_POOL and (near := self._one_edit(word)):
+            scored = sorted(near, key=lambda sw: (-sw[0], sw[1]))[:3]
+            return [w for s, w in scored if s >= scored[0][0] - 1e-9]
+        pool = self.words.take(ids)  # sorted, as the words are
+        hits = process.extract(word, pool, scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=3)
+        if not hits:
+            return []
+        best = hits[0][1]
+        return [w for w, s, _ in hits if s >= best - 1e-9]
+
+    def spellings(self, word: str, limit: int = 16) -> list[str]:
+        """``[word]`` if known, else the words at the fewest edits from it (OSA distance; those
+        :meth:`correct` would consider), up to ``limit``, the most similar first (then
+        alphabetically); ``[]`` where :meth:`correct` finds none.
+
+        What entity linking asks: a misspelt name's word may stand for any of them, and the
+        rest of the name says which. :meth:`correct` keeps the three most similar, and its
+        similarity, normalised by the longer word, ranks an added letter above a swap of two
+        ("voumko": "volumko", "vovumko", "voyumko" over "vuomko"), while a 10M-entity world
+        holds several words one edit from most misspellings (2026-11-29, misspelt names of
+        the latency queries: the name's own spelling missing in 38 of the 55 found nowhere in
+        the top 10)."""
+        if word in self:
+            return [word]
+        if len(word) < 4 or word.isdigit():
+            return []
+        ids = self._pool(word)
+        if len(ids) > ONE_EDIT_POOL and (near := self._one_edit(word)):
+            scored = near  # (one edit each: the fewest, a word itself being known)
+        else:
+            hits = process.extract(
+                word, self.words.take(ids), scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=None
+            )
+            edits = [OSA.distance(word, w) for w, _, _ in hits]
+            fewest = min(edits, default=0)
+            scored = [(s, w) for (w, s, _), d in zip(hits, edits) if d == fewest]
+        return [w for _, w in sorted(scored, key=lambda sw: (-sw[0], sw[1]))[:limit]]
+
+    def _pool(self, word: str) -> np.ndarray:
+        """Ids of the words of length ±1 sharing ``word``'s first or last :func:`affix`
+        letters, ascending: those a correction scores."""
         found = []
         prefixed: dict[int, tuple[int, int]] = {}  # h -> ids of the words starting with word[:h]
         for n in range(len(word) - 1, len(word) + 2):
@@ -209,31 +251,22 @@ class Speller:
                     tail = tail[numpy_of(pc.indices_nonzero(ends), np.int64)]
             found += [head, tail]
         ids = np.sort(np.concatenate(found))
-        ids = ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else ids  # (np.unique hashes: slower here)
-        if len(ids) > ONE_EDIT_POOL and (near := self._one_edit(word)):
-            return near
-        pool = self.words.take(ids)  # sorted, as the words are
-        hits = process.extract(word, pool, scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=3)
-        if not hits:
-            return []
-        best = hits[0][1]
-        return [w for w, s, _ in hits if s >= best - 1e-9]
+        return ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else ids  # (np.unique hashes: slower here)
 
-    def _one_edit(self, word: str) -> list[str]:
-        """What :meth:`correct` finds for ``word`` when some word of the vocabulary is one edit
-        from it (a letter dropped, added, changed, or two neighbours swapped), without scoring
-        the whole pool. Such a word scores 1 - 1/len (the longer of the two), and a word two
-        edits away at most 1 - 2/(len + 1), which is less (the pool's lengths are ±1): so the
-        best of the pool are then exactly the best of the words one edit away, all of which are
-        in the pool (:func:`affix`). These are few, made from the word and the vocabulary's
-        letters (about 75 per letter of the word) and looked up together (:meth:`Strings.isin`):
-        about 1 ms, where scoring a pool of 60,000 words (a common ending at 10M entities) took
-        10-20 ms."""
+    def _one_edit(self, word: str) -> list[tuple[float, str]]:
+        """(similarity, word) of the vocabulary's words one edit from ``word`` (a letter dropped,
+        added, changed, or two neighbours swapped) that score at least MIN_SIMILARITY: what
+        :meth:`correct` finds best, where there are any, without scoring the whole pool. Such
+        a word scores 1 - 1/len (the longer of the two), and a word two edits away at most
+        1 - 2/(len + 1), which is less (the pool's lengths are ±1): so the best of the pool are
+        then exactly the best of the words one edit away, all of which are in the pool
+        (:func:`affix`). These are few, made from the word and the vocabulary's letters (about
+        75 per letter of the word) and looked up together (:meth:`Strings.isin`): about 1 ms,
+        where scoring a pool of 60,000 words (a common ending at 10M entities) took 10-20 ms."""
         near = list(_edits(word, self._letters))
         near = [w for w, hit in zip(near, self.words.isin(near)) if hit]
         scored = [(OSA.normalized_similarity(word, w, score_cutoff=MIN_SIMILARITY), w) for w in near]
-        scored = sorted(((s, w) for s, w in scored if s), key=lambda sw: (-sw[0], sw[1]))[:3]
-        return [w for s, w in scored if s >= scored[0][0] - 1e-9]
+        return [(s, w) for s, w in scored if s]
 
     @cached_property
     def _letters(self) -> str:
@@ -444,7 +477,7 @@ class EntityLinker:
         spellings: list[list[int]] = []  # each query word's ids: itself, or its closest spellings
         for w in qwords:
             wid = self.word_id(w)
-            options = [w] if wid >= 0 else [] if known is not None and known(w) else self.correct(w)
+            options = [w] if wid >= 0 else [] if known is not None and known(w) else self.speller.spellings(w)
             corrected.append(options[0] if options else w)
             ids = [wid if o == w and wid >= 0 else self.word_id(o) for o in options]
             matched.update(zip(ids, options))
