@@ -184,20 +184,10 @@ class Speller:
     def correct(self, word: str) -> list[str]:
         """``[word]`` if known, else the closest spellings (ties all kept), else ``[]``; words of
         fewer than 4 letters and numbers are not corrected."""
-        if word in self:
+        scored = self._scored(word, 3)
+        if scored is None:
             return [word]
-        if len(word) < 4 or word.isdigit():
-            return []
-        ids = self._pool(word)
-        if len(ids) > ONE_EDIT_POOL and (near := self._one_edit(word)):
-            scored = sorted(near, key=lambda sw: (-sw[0], sw[1]))[:3]
-            return [w for s, w in scored if s >= scored[0][0] - 1e-9]
-        pool = self.words.take(ids)  # sorted, as the words are
-        hits = process.extract(word, pool, scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=3)
-        if not hits:
-            return []
-        best = hits[0][1]
-        return [w for w, s, _ in hits if s >= best - 1e-9]
+        return [w for s, w in scored if s >= scored[0][0] - 1e-9]
 
     def spellings(self, word: str, limit: int = 16) -> list[str]:
         """``[word]`` if known, else the words at the fewest edits from it (OSA distance; those
@@ -211,21 +201,27 @@ class Speller:
         holds several words one edit from most misspellings (2026-11-29, misspelt names of
         the latency queries: the name's own spelling missing in 38 of the 55 found nowhere in
         the top 10)."""
-        if word in self:
+        scored = self._scored(word, None)
+        if scored is None:
             return [word]
+        edits = [OSA.distance(word, w) for _, w in scored]
+        fewest = min(edits, default=0)
+        return [w for (_, w), d in zip(scored, edits) if d == fewest][:limit]
+
+    def _scored(self, word: str, limit: int | None) -> list[tuple[float, str]] | None:
+        """None if ``word`` is known; else (similarity, word) of the words a correction considers
+        that reach MIN_SIMILARITY, the most similar first, then alphabetically, at most ``limit``
+        (None: all); none for words of fewer than 4 letters and numbers."""
+        if word in self:
+            return None
         if len(word) < 4 or word.isdigit():
             return []
         ids = self._pool(word)
         if len(ids) > ONE_EDIT_POOL and (near := self._one_edit(word)):
-            scored = near  # (one edit each: the fewest, a word itself being known)
-        else:
-            hits = process.extract(
-                word, self.words.take(ids), scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=None
-            )
-            edits = [OSA.distance(word, w) for w, _, _ in hits]
-            fewest = min(edits, default=0)
-            scored = [(s, w) for (w, s, _), d in zip(hits, edits) if d == fewest]
-        return [w for _, w in sorted(scored, key=lambda sw: (-sw[0], sw[1]))[:limit]]
+            return sorted(near, key=lambda sw: (-sw[0], sw[1]))[:limit]
+        pool = self.words.take(ids)  # sorted, as the words are
+        hits = process.extract(word, pool, scorer=OSA.normalized_similarity, score_cutoff=MIN_SIMILARITY, limit=limit)
+        return [(s, w) for w, s, _ in hits]
 
     def _pool(self, word: str) -> np.ndarray:
         """Ids of the words of length ±1 sharing ``word``'s first or last :func:`affix`
