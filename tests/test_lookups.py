@@ -101,6 +101,7 @@ def test_a_misspelt_name_links_by_a_spelling_correct_would_drop():
     names = ["Tanja Vuomko", "Ilse Volumko", "Ari Vovumko", "Eva Voyumko", "Tanja Orvel"]
     linked = linker.EntityLinker(names, [()] * len(names)).link("Tanja Voumko")
     assert linked and linked[0].row == 0, linked
+    assert linked[0].corrected == ("tanja", "vuomko")  # as its name spells it: what the search adds
 
 
 def test_letters_of_a_column_hold_every_character():

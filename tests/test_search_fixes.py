@@ -52,6 +52,7 @@ def test_a_misspelt_word_links_by_any_of_its_closest_spellings():
     assert set(linker.correct("rirbis")) == {"ribris", "rirbia", "riris"}
     links = linker.link("Rirbis")
     assert [link.row for link in links][:1] == [0], links  # "Ribris" itself, then the longer names
+    assert links[0].corrected == ("ribris",)
     assert [link.row for link in linker.link("Rirbia Solutoins")][:1] == [3]
     assert linker.link("Orvel Dnae")[0].row == 5  # one spelling: as before
 

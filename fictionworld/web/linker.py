@@ -477,8 +477,7 @@ class EntityLinker:
             corrected.append(options[0] if options else w)
             ids = [wid if o == w and wid >= 0 else self.word_id(o) for o in options]
             matched.update(zip(ids, options))
-            if ids:
-                spellings.append(ids)
+            spellings.append(ids)
         if not matched:
             return []
         # The candidates hold the query word whose spellings are on fewest entities, in any of its
@@ -486,7 +485,7 @@ class EntityLinker:
         # "riris"), and the rarest alone may be another name's ("Rirbia Solutions"), which left
         # the entity meant out (2026-11-29: 8 of 200 misspelt names at 1M and at 10M found
         # their article in the top 10 again).
-        rarest = min(spellings, key=lambda ids: (sum(len(self.postings(i)) for i in ids), ids))
+        rarest = min((ids for ids in spellings if ids), key=lambda ids: (sum(len(self.postings(i)) for i in ids), ids))
         if len(rarest) == 1:
             cands = self.postings(rarest[0])[:MAX_CANDIDATES]
         else:
@@ -500,15 +499,28 @@ class EntityLinker:
         start = self._form_start[forms]
         form_of_word, at = runs(start, self._form_start[forms + 1] - start)
         missing = np.bincount(form_of_word[~_among(self._form_words[at], list(matched))], minlength=len(forms))
-        best: dict[int, float] = {}
+        best: dict[int, tuple[float, list[int]]] = {}  # row -> its best form's score and words
         for f, row in zip(forms[missing == 0].tolist(), owner[missing == 0].tolist()):
             form = self._form_words[self._form_start[f] : self._form_start[f + 1]].tolist()
             score = fuzz.ratio(fixed, " ".join(self.word_of[i] for i in form))
-            best[row] = max(best.get(row, score), score)
+            if row not in best or score > best[row][0]:
+                best[row] = score, form
+        # Each link's corrected words are the query's as its name spells them: of a misspelt
+        # word's spellings, the one in the name (what the search then adds to the query).
         out = sorted(
-            (Link(row, score, tuple(corrected)) for row, score in best.items()), key=lambda x: (-x.score, x.row)
+            (Link(row, score, self._spelt(corrected, spellings, form)) for row, (score, form) in best.items()),
+            key=lambda x: (-x.score, x.row),
         )
         return out[:limit]
+
+    def _spelt(self, corrected: list[str], spellings: list[list[int]], form: list[int]) -> tuple[str, ...]:
+        """``corrected`` with each word that has several spellings spelt as ``form`` (a name's
+        word ids) spells it, where it holds one of them."""
+        held = set(form)
+        return tuple(
+            next((self.word_of[i] for i in ids if i in held), c) if len(ids) > 1 else c
+            for c, ids in zip(corrected, spellings)
+        )
 
 
 def _among(values: np.ndarray, ids: list[int]) -> np.ndarray:
