@@ -271,8 +271,8 @@ class Web:
         as it is: some term of it is on :data:`COMMON_WORD_PAGES` pages of the authoritative web
         ("founded", "companies"). Pages of the perturbation layers do not count: a confusable
         page names its entity with one edit of its longest word, a misspelling by design, and
-        as a world grows the same misspelling comes back on more of them ("observtaory" on 44
-        pages at 1M, 7,024 at 10M, none of them authoritative). Counted (once per process) where
+        as a world grows the same misspelling comes back on more of them ("lettres" on 802 pages
+        at 1M, 7,024 at 10M, none of them authoritative). Counted (once per process) where
         the word is on at most :data:`KNOWN_OUTRIGHT` of the index's pages, more than any planted
         misspelling is; above, a real word (``benchmarks/BIG_WORLDS.md``, "Misspelt names")."""
         ix = self.index
