@@ -467,8 +467,8 @@ import sys
 import fictionworld as fw
 from fictionworld.web.linker import Speller
 calls = []
-correct = Speller.correct
-Speller.correct = lambda self, w: calls.append(w) or correct(self, w)
+scored = Speller._scored  # (what correct and spellings both ask)
+Speller._scored = lambda self, w, limit: calls.append(w) or scored(self, w, limit)
 world = fw.World.load({str(saved_world)!r}, verify="files")
 names = world.web.lexicon.names
 for i in range(0, len(names), max(1, len(names) // 40)):
