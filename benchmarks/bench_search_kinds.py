@@ -1,0 +1,82 @@
+"""``world.search`` by kind of query, and its slowest queries in parts (one fresh process, one core).
+
+The latency queries of ``bench_search.py`` (seed 0's 1,200, then seed 1's that seed 0 did not
+ask), each timed whole and in its parts: the engine (``TantivyIndex.search``), entity linking,
+the ten results, and within the engine the common clauses' covers (``CommonClauses.above``) and
+unions (``union_top``), and respelling. Prints p50 / p90 / p99 per kind of query (0 names,
+1-2 name + attribute word, 3 misspelt names, 4 directory titles, 5 "who ... X"), the p50 of the
+whole less the engine (the Python floor), and the 30 slowest queries with their parts. Public
+API only: another checkout's code runs on the same world with ``PYTHONPATH``.
+
+    python benchmarks/bench_search_kinds.py --world DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from search_children import latency_world  # noqa: E402
+
+PARTS = ["search", "engine", "linker", "results", "above", "union", "respell"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--world", required=True, help="a saved world (fictionworld generate --out DIR)")
+    args = ap.parse_args()
+    world, make = latency_world(args.world)
+    web = world.web
+    world.search("Juopla festival", k=10)
+    spent: dict[str, float] = {}
+
+    def timed(cls, name: str, part: str) -> None:  # each call's time added to spent[part]
+        real = getattr(cls, name)
+
+        def wrapper(self, *a, **k):
+            t = time.perf_counter()
+            try:
+                return real(self, *a, **k)
+            finally:
+                spent[part] = spent.get(part, 0.0) + time.perf_counter() - t
+
+        setattr(cls, name, wrapper)
+
+    ix = web.index
+    timed(type(ix), "search", "engine")
+    timed(type(web.linker), "link", "linker")
+    timed(type(web.model), "render_results", "results")
+    timed(type(ix.common), "above", "above")
+    timed(type(ix.common), "union_top", "union")
+    timed(type(web), "respell", "respell")
+    first = make(0)
+    asked = set(first)
+    unseen = [q for q in make(1) if q not in asked]
+    for name, queries in (("first", first), ("unseen", unseen)):
+        rows = []
+        for i, q in enumerate(queries):
+            spent.clear()
+            t = time.perf_counter()
+            world.search(q, k=10)
+            rows.append([time.perf_counter() - t] + [spent.get(p, 0.0) for p in PARTS[1:]] + [i % 6])
+        x = np.array(rows)
+        x[:, :-1] *= 1e3
+        whole, kind = x[:, 0], x[:, -1]
+        pct = lambda v: " ".join(f"{np.percentile(v, p):.2f}" for p in (50, 90, 99))  # noqa: E731
+        print(f"== {name}: p50 p90 p99 {pct(whole)} ms, max {whole.max():.1f}; less the engine p50 "
+              f"{np.percentile(whole - x[:, 1], 50):.3f}; engine p50 {np.percentile(x[:, 1], 50):.3f}, "
+              f"linking {np.percentile(x[:, 2], 50):.3f}, results {np.percentile(x[:, 3], 50):.3f}")  # fmt: skip
+        for k in range(6):
+            print(f"  kind {k}: {int((kind == k).sum())} queries, p50 p90 p99 {pct(whole[kind == k])} ms")
+        print("  slowest: " + " / ".join(PARTS) + " (ms) | kind | query")
+        for j in np.argsort(-whole)[:30]:
+            print("   " + " ".join(f"{v:6.2f}" for v in x[j, :-1]) + f" | {int(kind[j])} | {queries[j]!r}")
+
+
+if __name__ == "__main__":
+    main()
