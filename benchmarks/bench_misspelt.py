@@ -14,7 +14,6 @@ code's linker too.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_children import latency_world  # noqa: E402
+from search_children import world_from_args  # noqa: E402
 
 
 def misspelt(make_queries) -> list[str]:
@@ -43,13 +42,10 @@ def entity_of(linker, query: str) -> list[int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--world", required=True, help="a saved world (fictionworld generate --out DIR)")
-    args = ap.parse_args()
-    world, make_queries = latency_world(args.world)
+    world, make_queries, directory = world_from_args(__doc__)
     web = world.web
     truth = {q: rows for q in misspelt(make_queries) if (rows := entity_of(web.linker, q))}
-    print(f"{args.world}: {len(truth)} misspelt names with a known entity")
+    print(f"{directory}: {len(truth)} misspelt names with a known entity")
     for rep in range(2):
         found, took = 0, []
         for q, rows in truth.items():

@@ -13,7 +13,6 @@ API only: another checkout's code runs on the same world with ``PYTHONPATH``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -21,39 +20,22 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_children import latency_world  # noqa: E402
+from search_children import timed, world_from_args  # noqa: E402
 
 PARTS = ["search", "engine", "linker", "results", "above", "union", "respell"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--world", required=True, help="a saved world (fictionworld generate --out DIR)")
-    args = ap.parse_args()
-    world, make = latency_world(args.world)
+    world, make, _ = world_from_args(__doc__)
     web = world.web
     world.search("Juopla festival", k=10)
     spent: dict[str, float] = {}
-
-    def timed(cls, name: str, part: str) -> None:  # each call's time added to spent[part]
-        real = getattr(cls, name)
-
-        def wrapper(self, *a, **k):
-            t = time.perf_counter()
-            try:
-                return real(self, *a, **k)
-            finally:
-                spent[part] = spent.get(part, 0.0) + time.perf_counter() - t
-
-        setattr(cls, name, wrapper)
-
     ix = web.index
-    timed(type(ix), "search", "engine")
-    timed(type(web.linker), "link", "linker")
-    timed(type(web.model), "render_results", "results")
-    timed(type(ix.common), "above", "above")
-    timed(type(ix.common), "union_top", "union")
-    timed(type(web), "respell", "respell")
+    for cls, method, part in (
+        (type(ix), "search", "engine"), (type(web.linker), "link", "linker"), (type(web.model), "render_results", "results"),
+        (type(ix.common), "above", "above"), (type(ix.common), "union_top", "union"), (type(web), "respell", "respell"),
+    ):  # fmt: skip
+        timed(cls, method, part, spent)
     first = make(0)
     asked = set(first)
     unseen = [q for q in make(1) if q not in asked]

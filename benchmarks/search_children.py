@@ -391,6 +391,34 @@ def latency_world(directory: str):
     return world, space["latency_queries"](web, lexicon.names if lexicon is not None else world.entities.name)
 
 
+def timed(cls, name: str, part: str, spent: dict) -> None:
+    """``cls.name`` wrapped so that each call's time is added to ``spent[part]`` (the class's
+    own method kept): a search's parts, timed in the benchmark's process only."""
+    import time
+
+    real = getattr(cls, name)
+
+    def wrapper(self, *a, **k):
+        t = time.perf_counter()
+        try:
+            return real(self, *a, **k)
+        finally:
+            spent[part] = spent.get(part, 0.0) + time.perf_counter() - t
+
+    setattr(cls, name, wrapper)
+
+
+def world_from_args(doc: str):
+    """(world, latency query maker, world directory) of a benchmark run as ``--world DIR``
+    (:func:`latency_world`); ``doc``: the script's docstring, its first paragraph the help."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--world", required=True, help="a saved world (fictionworld generate --out DIR)")
+    directory = ap.parse_args().world
+    return (*latency_world(directory), directory)
+
+
 # ``--split``: where each ``world.search`` goes, the same query asked the first time and again.
 SPLIT_CHILD = ONE_CORE + BESIDE + r"""
 import json, resource, sys, time
@@ -401,18 +429,10 @@ web = world.web
 world.search("Juopla festival", k=10)
 preloaded = web.preload(resident_only=True).as_dict() if sys.argv[2] == "1" else None
 spent = {}
-def timed(cls, name, part):  # each call's time added to ``spent[part]`` (the class's own method kept)
-    real = getattr(cls, name)
-    def wrapper(self, *a, **k):
-        t = time.perf_counter()
-        try:
-            return real(self, *a, **k)
-        finally:
-            spent[part] = spent.get(part, 0.0) + time.perf_counter() - t
-    setattr(cls, name, wrapper)
-timed(type(web.index), "search", "engine")
-timed(type(web.linker), "link", "linker")
-timed(type(web.model), "render_results", "results")
+from search_children import timed
+timed(type(web.index), "search", "engine", spent)
+timed(type(web.linker), "link", "linker", spent)
+timed(type(web.model), "render_results", "results", spent)
 out = {"preload": preloaded}
 first, again = make_queries(0), make_queries(1)
 asked = set(first)
