@@ -5,7 +5,7 @@ a saved world:
 
 ``Speller.correct`` scores a pool of words of about the same length sharing the word's first or
 last letters; at 10M entities a common ending ("-nen") makes pools of 60,000 words (10-20 ms).
-A pool larger than ``linker.ONE_EDIT_POOL`` is first searched for the words one edit away
+A pool larger than ``speller.ONE_EDIT_POOL`` is first searched for the words one edit away
 (``Speller._one_edit``); "without" sets that limit past every pool. Both spellers of the web
 (the linker's, of entity names; the web's, of names and directory titles) correct the same
 misspellings of their own words, drawn with a seed: one edit (a letter dropped, added, changed,
@@ -49,7 +49,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from search_children import latency_world
 
-    from fictionworld.web import linker
+    from fictionworld.web import speller as linker  # (ONE_EDIT_POOL lives with the speller)
 
     world, _ = latency_world(args.world)
     web = world.web

@@ -7,7 +7,7 @@ import random
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from fictionworld.web.linker import MIN_SIMILARITY
+from fictionworld.web.speller import MIN_SIMILARITY
 
 
 def literal_correct(vocab: set[str], word: str) -> list[str]:

@@ -13,8 +13,9 @@ from rapidfuzz.distance import OSA
 from spelling_helpers import edits, literal_correct, literal_spellings
 
 from fictionworld.web import linker
+from fictionworld.web import speller as speller_module
 from fictionworld.web.arrow import write_arrow
-from fictionworld.web.linker import MIN_SIMILARITY, Speller, keys_path, letters_of, tail3_path
+from fictionworld.web.speller import MIN_SIMILARITY, Speller, keys_path, letters_of, tail3_path
 
 
 @pytest.mark.parametrize("one_edit_pool", [0, None])
@@ -23,7 +24,7 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, one_edit_pool, tmp_pa
     """Against the rule written plainly; with ``one_edit_pool=0`` every pool is first searched
     for words one edit away (``Speller._one_edit``), as the large pools of a big world are."""
     if one_edit_pool is not None:
-        monkeypatch.setattr(linker, "ONE_EDIT_POOL", one_edit_pool)
+        monkeypatch.setattr(speller_module, "ONE_EDIT_POOL", one_edit_pool)
     rng = random.Random(seed)
     letters = "abcdeéiklmnorstuvyzøß0123"
     vocab = {"".join(rng.choice(letters) for _ in range(rng.randint(1, 11))) for _ in range(3_000)}
@@ -76,7 +77,7 @@ def test_many_words_one_edit_away_rank_as_the_rule_says(seed, monkeypatch):
             vocab.update([w, edits(edits(w, rng), rng)])
     queries = [q for stem in stems for q in [stem, edits(stem, rng), edits(edits(stem, rng), rng)]]
     for pool in (0, 10**9):
-        monkeypatch.setattr(linker, "ONE_EDIT_POOL", pool)
+        monkeypatch.setattr(speller_module, "ONE_EDIT_POOL", pool)
         speller = Speller(vocab)
         for q in queries:
             assert speller.correct(q) == literal_correct(vocab, q), (pool, q)

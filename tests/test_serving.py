@@ -465,7 +465,7 @@ def test_a_serving_process_searches_without_importing_pandas(saved_world):
     code = f"""
 import sys
 import fictionworld as fw
-from fictionworld.web.linker import Speller
+from fictionworld.web.speller import Speller
 calls = []
 scored = Speller._scored  # (what correct and spellings both ask)
 Speller._scored = lambda self, w, limit: calls.append(w) or scored(self, w, limit)

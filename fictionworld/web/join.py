@@ -24,7 +24,6 @@ from fictionworld.digests import check_files, file_digests, files_under
 from fictionworld.reading import WorldFormatError
 from fictionworld.web.index_files import COMMON_BEST, COMMON_TERMS, PID_RUNS, join_pid_runs, order_segments, write_json
 from fictionworld.web.lexicon import LEXICON_DIR, finish_lexicon, list_titles, web_speller
-from fictionworld.web.linker import Speller
 from fictionworld.web.pages import (
     PAGE_BATCH,
     PAGE_SCHEMA,
@@ -40,6 +39,7 @@ from fictionworld.web.pages import (
     url_order_path,
 )
 from fictionworld.web.pagetext import TextCodec, sample_rows, stored_schema
+from fictionworld.web.speller import Speller
 from fictionworld.web.urls import unique_urls, with_urls
 from fictionworld.web.web_files import web_manifest, write_web_json
 

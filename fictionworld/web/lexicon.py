@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fictionworld.web.arrow import MappedArrow, write_arrow
-from fictionworld.web.linker import EntityLinker, Speller, speller_table, words
+from fictionworld.web.linker import EntityLinker, words
+from fictionworld.web.speller import Speller, speller_table
 from fictionworld.web.strings import Strings
 
 __all__ = [

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote, urlsplit
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["unique_urls", "with_urls"]
+from fictionworld.web.pages import WebError
+
+__all__ = ["unique_urls", "with_urls", "parse_url"]
 
 
 def unique_urls(
@@ -68,3 +73,35 @@ def with_urls(table: pa.Table, renamed: dict[int, str], offset: int = 0) -> pa.T
     at = table.schema.get_field_index("url")
     urls = pc.replace_with_mask(table.column(at), pa.array(mask), pa.array([new[i] for i in mine], pa.string()))
     return table.set_column(at, "url", urls)
+
+
+_URL_BAD_CHAR = re.compile(r"[\x00-\x20\x7f\ud800-\udfff]|\s")
+_PAGE_NUMBER = re.compile(r"[0-9]{1,6}")
+_HOST = re.compile(r"[\w-]+(?:\.[\w-]+)+(?::[0-9]{1,5})?")  # a dotted name, perhaps a port: no IP literal, no user@
+
+
+def parse_url(url: str) -> tuple[str, int]:
+    """(the page's address without its ``?page=``, the page number) of a URL a tool was given;
+    WebError naming what is wrong where it is not one."""
+    if not isinstance(url, str) or not url.strip():
+        raise WebError("empty URL: give the full address of a page (https://…)")
+    url = url.strip()
+    if len(url) > 2_000 or _URL_BAD_CHAR.search(url):
+        raise WebError(
+            f"malformed URL {url[:80]!r}: no spaces, control characters or lone surrogates, at most 2,000 characters"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # "https://[::1": an unclosed IPv6 bracket, a netloc NFKC-normalising to "/", …
+        raise WebError(f"malformed URL {url[:80]!r}: {str(e)[:80]}") from None
+    if parts.scheme not in ("http", "https") or not _HOST.fullmatch(parts.netloc):
+        raise WebError(f"malformed URL {url[:80]!r}: expected http(s)://host.name/path")
+    number = 1
+    if parts.query:
+        q = dict(x.split("=", 1) for x in parts.query.split("&") if "=" in x)
+        if "page" in q:
+            if not _PAGE_NUMBER.fullmatch(q["page"]) or not 1 <= int(q["page"]) <= 100_000:
+                raise WebError(f"malformed URL {url[:80]!r}: page must be a number from 1 to 100,000")
+            number = int(q["page"])
+    path = unquote(parts.path).rstrip("/")
+    return f"https://{parts.netloc.lower()}{path}", number

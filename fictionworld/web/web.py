@@ -3,13 +3,11 @@ and ``open`` tools, per-episode knobs, and sessions that inject tool faults."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -27,7 +25,7 @@ from fictionworld.web.lexicon import (
     web_speller,
     write_lexicon,
 )
-from fictionworld.web.linker import EntityLinker, Link, Speller, words
+from fictionworld.web.linker import EntityLinker, Link, words
 from fictionworld.web.model import Hit, TemplateWorldModel, WorldModel
 from fictionworld.web.pages import (
     LAYERS,
@@ -51,7 +49,9 @@ from fictionworld.web.session import (  # noqa: F401  (FAULT_TEXT: importable fr
     WebSession,
     format_results,
 )
+from fictionworld.web.speller import Speller
 from fictionworld.web.text import first_surrogate, short_repr
+from fictionworld.web.urls import parse_url
 from fictionworld.web.web_files import WEB_FORMAT, check_web_files, read_web_json, web_manifest, write_web_json
 
 __all__ = [
@@ -407,7 +407,7 @@ class Web:
         """The page at ``url`` (``?page=N`` selects a directory page), or PageNotFound for a
         well-formed URL that names nothing in this episode's web; WebError if not a URL."""
         knobs = knobs or self.knobs
-        base, number = _parse_url(url)
+        base, number = parse_url(url)
         row = self.pages.row_of_url.get(base)
         if row is None or not self.pages.visible(np.array([row]), self.rates(knobs))[0]:
             return PageNotFound(url=url)
@@ -474,33 +474,3 @@ def _check_query(query: str) -> None:
 
 def _int_in(v, lo: int, hi: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-
-_URL_BAD_CHAR = re.compile(r"[\x00-\x20\x7f\ud800-\udfff]|\s")
-_PAGE_NUMBER = re.compile(r"[0-9]{1,6}")
-_HOST = re.compile(r"[\w-]+(?:\.[\w-]+)+(?::[0-9]{1,5})?")  # a dotted name, perhaps a port: no IP literal, no user@
-
-
-def _parse_url(url: str) -> tuple[str, int]:
-    if not isinstance(url, str) or not url.strip():
-        raise WebError("empty URL: give the full address of a page (https://…)")
-    url = url.strip()
-    if len(url) > 2_000 or _URL_BAD_CHAR.search(url):
-        raise WebError(
-            f"malformed URL {url[:80]!r}: no spaces, control characters or lone surrogates, at most 2,000 characters"
-        )
-    try:
-        parts = urlsplit(url)
-    except ValueError as e:  # "https://[::1": an unclosed IPv6 bracket, a netloc NFKC-normalising to "/", …
-        raise WebError(f"malformed URL {url[:80]!r}: {str(e)[:80]}") from None
-    if parts.scheme not in ("http", "https") or not _HOST.fullmatch(parts.netloc):
-        raise WebError(f"malformed URL {url[:80]!r}: expected http(s)://host.name/path")
-    number = 1
-    if parts.query:
-        q = dict(x.split("=", 1) for x in parts.query.split("&") if "=" in x)
-        if "page" in q:
-            if not _PAGE_NUMBER.fullmatch(q["page"]) or not 1 <= int(q["page"]) <= 100_000:
-                raise WebError(f"malformed URL {url[:80]!r}: page must be a number from 1 to 100,000")
-            number = int(q["page"])
-    path = unquote(parts.path).rstrip("/")
-    return f"https://{parts.netloc.lower()}{path}", number

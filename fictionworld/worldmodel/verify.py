@@ -355,10 +355,10 @@ class Verifier:
         return out
 
     def _check_link(self, g: Grounding, anchor: str, url: str, v: Verdict) -> None:
-        from fictionworld.web.web import _parse_url
+        from fictionworld.web.urls import parse_url
 
         try:
-            base, _ = _parse_url(url)
+            base, _ = parse_url(url)
         except ValueError:
             v.problems.append(Problem("bad_link", f"[{anchor}]({url}) is not a well-formed URL"))
             return
