@@ -31,7 +31,7 @@ from pathlib import Path
 
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import hash_text
-from fictionworld.web.web import _parse_url
+from fictionworld.web.urls import parse_url
 from fictionworld.worldmodel.lwm_check import judge
 from fictionworld.worldmodel.lwm_corrupt import CORRUPTIONS, corrupt
 from fictionworld.worldmodel.lwm_observe import WEB_TOOLS, Observed, observe, page_kind
@@ -205,7 +205,7 @@ def _missing_url(web, url: str, r: random.Random) -> str:
     """An address on the same site that names no page."""
     for suffix in ("_(disambiguation)", "-archive", "/old", f"-{r.randrange(10**6)}"):
         cand = url.rstrip("/") + suffix
-        if _parse_url(cand)[0] not in web.pages.row_of_url:
+        if parse_url(cand)[0] not in web.pages.row_of_url:
             return cand
     return url.rstrip("/") + f"/missing-{r.randrange(10**9)}"
 

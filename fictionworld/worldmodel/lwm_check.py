@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from fictionworld.dates import from_days
 from fictionworld.folding import fold_phrase
 from fictionworld.surface import find_dates, find_numbers, format_serp_date
-from fictionworld.web.web import _parse_url
+from fictionworld.web.urls import parse_url
 from fictionworld.worldmodel.lwm_observe import Observed, Part, Result
 from fictionworld.worldmodel.verify import _KW, _LINK, _SENTENCES, Problem, Verifier, fold, normalize_values
 
@@ -346,7 +346,7 @@ def _in_order(want: tuple, said: list) -> bool:
 
 def _linked_entity(verifier: Verifier, url: str) -> int | None:
     try:
-        row = verifier.web.pages.row_of_url.get(_parse_url(url)[0])
+        row = verifier.web.pages.row_of_url.get(parse_url(url)[0])
     except ValueError:
         return None
     if row is None or verifier.web.pages.kind[row] != "article":

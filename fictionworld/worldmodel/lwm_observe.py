@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fictionworld.web.pages import LAYERS, Page
-from fictionworld.web.web import FAULT_TEXT, SearchCall, ToolResult, WebSession, _parse_url
+from fictionworld.web.urls import parse_url
+from fictionworld.web.web import FAULT_TEXT, SearchCall, ToolResult, WebSession
 
 __all__ = ["Observed", "Part", "Result", "observe", "page_kind", "WEB_TOOLS"]
 
@@ -97,7 +98,7 @@ def observe(session: WebSession, tool: str, arguments: dict, faults: list[str] |
         res = _fault_result(kind_of_fault) if kind_of_fault else session.open(url)
         obs = Observed(tool, arguments, res.status, res.status, res.text, page=res.page, fault=res.fault)
         if res.status == "ok":
-            obs.row = web.pages.row_of_url[_parse_url(res.page.url)[0]]
+            obs.row = web.pages.row_of_url[parse_url(res.page.url)[0]]
             obs.kind, obs.layer = page_kind(web, obs.row), _layer(web, obs.row)
         return obs
     search = SearchCall.of(tool, arguments)  # as the env runs it
