@@ -150,9 +150,18 @@ def fact_rows_table(f, ids_of, sources) -> pa.Table:
     )
 
 
-def _used_ids(rows: np.ndarray, ids_of) -> pa.DictionaryArray:
-    """Entity ids of ``rows`` (-1: none) as a dictionary column over the ids used in this slice
-    only: a dictionary of every id would be written again with each row group."""
+def _used_ids(rows: np.ndarray, ids_of) -> pa.ChunkedArray:
+    """Entity ids of ``rows`` (-1: none) as a dictionary column, one chunk per row group of
+    :data:`FACT_ROW_GROUP` rows, each over the ids its own rows use (the tables written start on
+    a row group). Parquet writes a chunk's dictionary with every row group that holds part of
+    it, and a reader decodes it whole: over a whole slice (4 row groups), a 10M world's row
+    group of subjects carried 3.4-4.2M ids for the 1M its rows use at most, and read in 1.33 s
+    against about 0.36 s."""
+    parts = [_used_ids_of(rows[lo : lo + FACT_ROW_GROUP], ids_of) for lo in range(0, max(len(rows), 1), FACT_ROW_GROUP)]
+    return pa.chunked_array(parts, pa.dictionary(pa.int32(), pa.string()))
+
+
+def _used_ids_of(rows: np.ndarray, ids_of) -> pa.DictionaryArray:
     used, codes = np.unique(rows, return_inverse=True)
     missing = rows < 0
     if len(used) and used[0] < 0:  # -1 sorts first; its code is masked out

@@ -198,7 +198,9 @@ def stream_world_hash(path: str | Path) -> str:
     ent = _EntityColumns(w.path / "entities.parquet")
     _update_strings(h, len(e), ent.strings("name", lambda c: c.to_pylist()))
     _update_strings(h, len(e), ent.strings("culture", lambda c: c.cast(pa.string()).fill_null("").to_pylist()))
-    _update_strings(h, len(e), ent.strings("aliases", lambda c: ["\x1e".join(a or ()) for a in c.to_pylist()]))
+    # (each entity's aliases joined by U+001E, an entity without any "": joined by Arrow, not
+    # a Python list per entity)
+    _update_strings(h, len(e), ent.strings("aliases", lambda c: pc.binary_join(c, "\x1e").fill_null("").to_pylist()))
     file = str(w.file)
     decoders = (  # the fact columns in the hash's order: (file column, decoder, dtype)
         ("id", lambda c: _ints(c, 0, np.int64), "<i8"),
@@ -215,13 +217,13 @@ def stream_world_hash(path: str | Path) -> str:
     for col, decode, dt in decoders:
         _update(h, w.n_facts, (decode(w.read(g, [col]).column(col)) for g in groups), dt)
     sources = sorted(set().union(*(pc.unique(w.read(g, ["source"]).column("source").cast(pa.string())).to_pylist() for g in groups)) - {None})  # fmt: skip
-    code = {s: i for i, s in enumerate(sources)}
+    names = pa.array(sources, pa.string())
 
     def source_codes(c):
         c = c.cast(pa.string())
         if c.null_count:
             raise WorldFormatError(f"{file}: source column has empty cells (corrupt)")
-        return np.array([code[s] for s in c.to_pylist()], np.int16)
+        return pc.index_in(c, value_set=names).to_numpy(zero_copy_only=False).astype(np.int16)  # (every cell is a source)
 
     _update(h, w.n_facts, (source_codes(w.read(g, ["source"]).column("source")) for g in groups), "<i2")
     counts, offsets = [], [0]
