@@ -223,7 +223,8 @@ def stream_world_hash(path: str | Path) -> str:
         c = c.cast(pa.string())
         if c.null_count:
             raise WorldFormatError(f"{file}: source column has empty cells (corrupt)")
-        return pc.index_in(c, value_set=names).to_numpy(zero_copy_only=False).astype(np.int16)  # (every cell is a source)
+        # (every cell is one of the names: they are the column's own values)
+        return pc.index_in(c, value_set=names).to_numpy(zero_copy_only=False).astype(np.int16)
 
     _update(h, w.n_facts, (source_codes(w.read(g, ["source"]).column("source")) for g in groups), "<i2")
     counts, offsets = [], [0]
