@@ -35,6 +35,17 @@ from fictionworld.web.phrasing import (
     SECTION,
     TYPE_LABEL,
 )
+from fictionworld.web.sentences import (
+    DATE,
+    OTHER,
+    TEXT,
+    VALUE_KIND,
+    attribute_sentences,
+    date_texts,
+    in_order,
+    infobox_lines,
+    relation_sentences,
+)
 from fictionworld.web.store import ENCYCLOPEDIA_BASE, RenderStore, write_store
 from fictionworld.web.text import DTYPE, a_or_an, article_slug, date_of, plain_text, slug
 from fictionworld.web.urls import unique_urls, with_urls
@@ -192,9 +203,12 @@ class Renderer(PerturbationPages):
                 for name in ("row", "id", "subject", "predicate", "object", "start", "end", "v_int", "v_float", "v_date")}  # fmt: skip
         for attr, name in (("fid", "id"), ("subj", "subject"), ("pred", "predicate"), ("obj", "object"), ("start", "start"), ("end", "end")):  # fmt: skip
             setattr(self, attr, cols[name].tolist())
-        self.h = mix64(cols["id"], self.seed).tolist()
-        self.value = _values(cols, own.column("v_text").to_pylist() + inc.column("v_text").to_pylist())
+        self.h64 = mix64(cols["id"], self.seed)
+        self.h = self.h64.tolist()
+        self.v_text = pa.chunked_array([*own.column("v_text").chunks, *inc.column("v_text").chunks], pa.string()).combine_chunks()  # fmt: skip
+        self.value = _values(cols, self.v_text.to_pylist())
         k = own.num_rows
+        self.cols, self.own = cols, k
         # Own facts come by subject, incoming ones by object (then fact row): runs of positions.
         cut = np.searchsorted(cols["subject"][:k], np.arange(rows.start, rows.stop + 1)).tolist()
         self.by_subject = {e: list(range(cut[j], cut[j + 1])) for j, e in enumerate(rows)}
@@ -219,7 +233,9 @@ class Renderer(PerturbationPages):
         self.types = dict(zip(r, (TYPE_NAMES[c] for c in t.column("type").to_pylist())))
         self.article_url = dict(zip(r, url.to_pylist()))
         # "[name](url)", joined by Arrow for every entity at once
-        self.links = dict(zip(r, pc.binary_join_element_wise("[", name, "](", url, ")", "").to_pylist()))
+        links = pc.binary_join_element_wise("[", name, "](", url, ")", "")
+        self.links = dict(zip(r, links.to_pylist()))
+        self.mentioned, self.name_array, self.link_array = rows, name.combine_chunks(), links.combine_chunks()
 
     def _gather_lists(self, lists: pa.Table) -> list[tuple[str, list[int], list[int], int]]:
         members = lists.column("members").to_pylist()
@@ -281,6 +297,56 @@ class Renderer(PerturbationPages):
         out = say(s, vt, a_or_an(vt)) if uses_a else say(s, vt)
         return out[0].upper() + out[1:]
 
+    def article_texts(self) -> list[str | None]:
+        """By position in the block, what its articles say of each fact, made in Arrow
+        (:mod:`~fictionworld.web.sentences`): ``sentence(r)`` of every relation (an own fact
+        with its subject plain, an incoming one with it linked) and of the own attributes not in
+        the infobox, and the infobox lines of the others; None where the article writes it
+        itself (see the module's note)."""
+        c, k = self.cols, self.own
+        pred, h = c["predicate"], self.h64
+        kind = VALUE_KIND[pred]
+        rel = np.flatnonzero(kind < 0)
+        attr = np.flatnonzero(kind[:k] >= 0)
+        boxed = ((h[attr] >> np.uint64(20)) & np.uint64(1)).astype(bool)
+        said, boxes = attr[~boxed], attr[boxed]
+        ents, names = self.mentioned, self.name_array
+        texts = [
+            relation_sentences(pred[rel], h[rel], c["subject"][rel], c["object"][rel], c["start"][rel], c["end"][rel],
+                               rel >= k, ents, names, self.link_array),
+            attribute_sentences(pred[said], h[said], c["subject"][said], self._value_texts(said, 5), ents, names),
+            infobox_lines(pred[boxes], h[boxes], self._value_texts(boxes, 24, infobox=True)),
+        ]  # fmt: skip
+        return in_order(texts, [rel, said, boxes], len(pred)).to_pylist()
+
+    def _value_texts(self, at: np.ndarray, shift: int, *, infobox: bool = False) -> pa.Array:
+        """``fmt(p, v, h >> shift, infobox=infobox)`` of the attribute facts at positions ``at``:
+        texts as they are, dates in Arrow, numbers by :meth:`fmt`; null where a value is
+        missing (the article writes those facts itself)."""
+        c, kind = self.cols, VALUE_KIND[self.cols["predicate"][at]]
+        texts, where = [], []
+        text = np.flatnonzero(kind == TEXT)
+        if len(text):
+            rows = at[text]
+            # (a text attribute's value is its text: a number or a date there is not written here)
+            other = (c["v_date"][rows] != NA_DATE) | ~np.isnan(c["v_float"][rows]) | (c["v_int"][rows] != NA_INT)
+            texts.append(pc.if_else(pa.array(other), pa.scalar(None, pa.string()), self.v_text.take(pa.array(rows))))
+            where.append(text)
+        date = np.flatnonzero(kind == DATE)
+        if len(date):
+            days = c["v_date"][at[date]]
+            variant = (self.h64[at[date]] >> np.uint64(shift)).astype(np.int64)
+            texts.append(pc.if_else(pa.array(days == NA_DATE), pa.scalar(None, pa.string()), date_texts(days, variant)))
+            where.append(date)
+        number = np.flatnonzero(kind == OTHER)
+        if len(number):
+            rows = at[number].tolist()
+            pred, value, h, fmt = self.pred, self.value, self.h, self.fmt
+            texts.append(pa.array([None if value[r] is None else fmt(PREDICATES[pred[r]], value[r], h[r] >> shift, infobox=infobox)
+                                   for r in rows], pa.string()))  # fmt: skip
+            where.append(number)
+        return in_order(texts, where, len(at))
+
     # -- urls ----------------------------------------------------------------------------
     def edited(self, key: int, span: int) -> int:
         return self.present - mix64_int(key, self.seed + span) % span
@@ -290,6 +356,7 @@ class Renderer(PerturbationPages):
         names, types, by_subject, incoming = self.names, self.types, self.by_subject, self.incoming
         pred, h, fid, obj, subj, value = self.pred, self.h, self.fid, self.obj, self.subj, self.value
         sentence, fmt, add = self.sentence, self.fmt, self.out.add
+        said = self.article_texts()
         for e in entities:
             t = types[e]
             rows = by_subject[e]
@@ -301,16 +368,21 @@ class Renderer(PerturbationPages):
             sections: dict[str, list[str]] = {}
             for r in rows:
                 p, section, labels = _ARTICLE_PRED[pred[r]]
+                text = said[r]
                 if section is None:
                     hr = h[r]
                     if (hr >> 20) & 1:
-                        infobox.append(f"- **{labels[(hr >> 21) % len(labels)]}:** {fmt(p, value[r], hr >> 24, infobox=True)}")  # fmt: skip
+                        if text is None:
+                            text = f"- **{labels[(hr >> 21) % len(labels)]}:** {fmt(p, value[r], hr >> 24, infobox=True)}"  # fmt: skip
+                        infobox.append(text)
                         continue
                     section = "Overview"
+                    if text is None:
+                        text = sentence(r)
                 if section in sections:
-                    sections[section].append(sentence(r))
+                    sections[section].append(text)
                 else:
-                    sections[section] = [sentence(r)]
+                    sections[section] = [text]
             facts = [fid[r] for r in rows]
             mentioned = [e]
             inc = incoming.get(e) if _INCOMING_OF[t] else None
@@ -318,7 +390,7 @@ class Renderer(PerturbationPages):
                 for code, section in _INCOMING_OF[t]:
                     for r in inc:
                         if pred[r] == code:
-                            sections.setdefault(section, []).append(sentence(r, subject_plain=False))
+                            sections.setdefault(section, []).append(said[r])
                             facts.append(fid[r])
                             mentioned.append(subj[r])
             parts = [lead]
