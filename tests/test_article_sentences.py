@@ -84,3 +84,22 @@ def test_a_world_with_names_outside_ascii_renders_the_same_pages():
         else:
             assert got == want
     assert left > 10
+
+
+def test_rendering_makes_no_reference_cycles():
+    """``Renderer.render_block`` runs without the cyclic garbage collector: nothing it leaves
+    behind may need it."""
+    import gc
+
+    r = Renderer.of_world(fw.generate(seed=2, entities=3_000))
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for b in range(r.blocks):
+            r.render_block(b)
+            assert gc.collect() == 0, f"block {b} left objects only the cyclic collector frees"
+    finally:
+        if enabled:
+            gc.enable()
+    assert gc.isenabled() == enabled

@@ -9,6 +9,7 @@ the knob rates; none of them is ever authoritative.
 
 from __future__ import annotations
 
+import gc
 import string
 from collections import defaultdict
 from collections.abc import Callable
@@ -177,7 +178,21 @@ class Renderer(PerturbationPages):
         return self.store.blocks
 
     def render_block(self, b: int) -> pa.RecordBatch:
-        """The pages of block ``b`` (0 <= b < ``blocks``), their URLs as asked for."""
+        """The pages of block ``b`` (0 <= b < ``blocks``), their URLs as asked for.
+
+        Without Python's cyclic garbage collector: a block makes about a million objects, and
+        the collections they set off took 7–9 % of the rendering (at 1M entities); a block
+        makes no reference cycles (``tests/test_article_sentences.py``), so reference counting
+        frees all of it."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._render_block(b)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _render_block(self, b: int) -> pa.RecordBatch:
         self.out = PageRows()
         if b < self.entity_blocks:
             rows = range(b * self.block, min(self.n_entities, (b + 1) * self.block))
@@ -219,23 +234,33 @@ class Renderer(PerturbationPages):
         self.he = dict(zip(rows, mix64(np.arange(rows.start, rows.stop), self.seed + 1).tolist()))
         objs = cols["object"]
         mentioned = np.concatenate([np.arange(rows.start, rows.stop), objs[objs >= 0], cols["subject"][k:]])
-        self._gather_entities(mentioned)
+        self._gather_entities(mentioned, rows)
         block = self.store.entities.slice(rows.start, len(rows))
         self.aliases = dict(zip(rows, block.column("aliases").to_pylist()))
         self.in_pool = block.column("pool").to_numpy(zero_copy_only=False)
 
-    def _gather_entities(self, rows: np.ndarray) -> None:
+    def _gather_entities(self, rows: np.ndarray, block: range | None = None) -> None:
+        """The names, types, URLs and links of entity rows ``rows``: as Arrow arrays (for the
+        texts made in Arrow), and as mappings by row for the pages written in Python. With
+        ``block`` (an entity block's rows), those mappings hold the block's entities and make
+        the others' entries on first use: most of the entities a block mentions are only ever
+        named in its articles' Arrow-made sentences."""
         rows = np.unique(rows)
         t = self.store.entity_rows(rows)
-        r = rows.tolist()
-        name, url = t.column("name"), t.column("url")
-        self.names = dict(zip(r, name.to_pylist()))
-        self.types = dict(zip(r, (TYPE_NAMES[c] for c in t.column("type").to_pylist())))
-        self.article_url = dict(zip(r, url.to_pylist()))
+        name, url = t.column("name").combine_chunks(), t.column("url").combine_chunks()
+        types = _TYPE_NAME_ARRAY.take(t.column("type").combine_chunks())
         # "[name](url)", joined by Arrow for every entity at once
         links = pc.binary_join_element_wise("[", name, "](", url, ")", "")
-        self.links = dict(zip(r, links.to_pylist()))
-        self.mentioned, self.name_array, self.link_array = rows, name.combine_chunks(), links.combine_chunks()
+        self.mentioned, self.name_array, self.link_array = rows, name, links
+        if block is None:
+            r = rows.tolist()
+            self.names, self.types = dict(zip(r, name.to_pylist())), dict(zip(r, types.to_pylist()))
+            self.article_url, self.links = dict(zip(r, url.to_pylist())), dict(zip(r, links.to_pylist()))
+        else:
+            a = int(rows.searchsorted(block.start))
+            self.names, self.types, self.article_url, self.links = (
+                _ByRow(rows, values, block, a) for values in (name, types, url, links)
+            )
 
     def _gather_lists(self, lists: pa.Table) -> list[tuple[str, list[int], list[int], int]]:
         members = lists.column("members").to_pylist()
@@ -514,6 +539,25 @@ class Renderer(PerturbationPages):
                 entity_rows=members + ([about] if about >= 0 else []),
                 facts=facts,
             )
+
+
+_TYPE_NAME_ARRAY = pa.array(TYPE_NAMES, pa.string())
+
+
+class _ByRow(dict):
+    """Entity row -> its value in ``values`` (of the sorted entity rows ``rows``): the rows of
+    ``block`` (at ``rows[first:]``) read at once, any other on first use."""
+
+    def __init__(self, rows: np.ndarray, values: pa.Array, block: range, first: int):
+        super().__init__(zip(block, values.slice(first, len(block)).to_pylist()))
+        self.rows, self.values = rows, values
+
+    def __missing__(self, row: int):
+        i = int(self.rows.searchsorted(row))
+        if i == len(self.rows) or self.rows[i] != row:
+            raise KeyError(row)
+        value = self[row] = self.values[i].as_py()
+        return value
 
 
 def render_pages(world, *, pool: float | None = None, progress: Callable[[str], None] | None = None) -> PageTable:
