@@ -103,3 +103,25 @@ def test_rendering_makes_no_reference_cycles():
         if enabled:
             gc.enable()
     assert gc.isenabled() == enabled
+
+
+@pytest.mark.parametrize("seed", [4])
+def test_sentences_with_a_salt_are_what_sentence_says(seed):
+    """``said_at`` (the news and organisation pages' sentences): any salt, subject linked or
+    plain, and hashes that a salt carries past 64 bits (Python's ints do not wrap)."""
+    world = fw.generate(seed=seed, entities=3_000)
+    r = Renderer.of_world(world)
+    rng = np.random.default_rng(seed)
+    for b in range(r.entity_blocks):
+        r._gather(b, range(b * r.block, min(r.n_entities, (b + 1) * r.block)))
+        n = len(r.pred)
+        near = rng.choice(n, 5, replace=False)
+        r.h64[near] = np.uint64(2**64 - 3)  # the hash of a few facts at the top of the range
+        for i in near.tolist():
+            r.h[i] = 2**64 - 3
+        at = list(range(n)) * 2
+        salts = rng.integers(0, 14, len(at)).tolist()
+        linked = [bool(x) and _ARTICLE_PRED[r.pred[i]][1] is not None for i, x in zip(at, rng.integers(0, 2, len(at)))]
+        got = r.said_at(at, salts, linked)
+        want = [r.sentence(i, salt=s, subject_plain=not k) for i, s, k in zip(at, salts, linked)]
+        assert got == want

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
 from fictionworld.seeding import hash_text, mix64, mix64_int
-from fictionworld.surface import format_date, format_float, format_int, format_money
+from fictionworld.surface import DATE_FORMATS, format_date, format_float, format_int, format_money
 from fictionworld.tables import NA_INT, TYPE_NAMES
 from fictionworld.web.pages import PAGE_SCHEMA, PageRows, PageTable
 from fictionworld.web.perturb import PerturbationPages
@@ -339,15 +339,45 @@ class Renderer(PerturbationPages):
         texts = [
             relation_sentences(pred[rel], h[rel], c["subject"][rel], c["object"][rel], c["start"][rel], c["end"][rel],
                                rel >= k, ents, names, self.link_array),
-            attribute_sentences(pred[said], h[said], c["subject"][said], self._value_texts(said, 5), ents, names),
-            infobox_lines(pred[boxes], h[boxes], self._value_texts(boxes, 24, infobox=True)),
+            attribute_sentences(pred[said], h[said], c["subject"][said], self._value_texts(said, h[said] >> np.uint64(5)),
+                                ents, names),
+            infobox_lines(pred[boxes], h[boxes], self._value_texts(boxes, h[boxes] >> np.uint64(24), infobox=True)),
         ]  # fmt: skip
         return in_order(texts, [rel, said, boxes], len(pred)).to_pylist()
 
-    def _value_texts(self, at: np.ndarray, shift: int, *, infobox: bool = False) -> pa.Array:
-        """``fmt(p, v, h >> shift, infobox=infobox)`` of the attribute facts at positions ``at``:
-        texts as they are, dates in Arrow, numbers by :meth:`fmt`; null where a value is
-        missing (the article writes those facts itself)."""
+    def said_at(self, at: list[int], salt: list[int], linked: list[bool]) -> list[str]:
+        """``sentence(at[i], salt=salt[i], subject_plain=not linked[i])`` for each ``i``: made in
+        Arrow as :meth:`article_texts` makes them, the few it leaves (see
+        :mod:`~fictionworld.web.sentences`; a hash plus salt past 64 bits; an attribute with
+        its subject linked) written by :meth:`sentence`."""
+        if not at:
+            return []
+        c = self.cols
+        pos, salts, link = np.array(at, np.int64), np.array(salt, np.uint64), np.array(linked, bool)
+        h = self.h64[pos]
+        wraps = h > ~salts  # h + salt as Python adds them, not modulo 2**64
+        h = h + salts
+        kind = VALUE_KIND[c["predicate"][pos]]
+        rel, attr = np.flatnonzero(kind < 0), np.flatnonzero((kind >= 0) & ~link)
+        r, a = pos[rel], pos[attr]
+        ents, names = self.mentioned, self.name_array
+        texts = [
+            relation_sentences(c["predicate"][r], h[rel], c["subject"][r], c["object"][r], c["start"][r], c["end"][r],
+                               link[rel], ents, names, self.link_array),
+            attribute_sentences(c["predicate"][a], h[attr], c["subject"][a], self._value_texts(a, h[attr] >> np.uint64(5)),
+                                ents, names),
+        ]  # fmt: skip
+        made = in_order(texts, [rel, attr], len(pos))
+        out = made.to_pylist()
+        for i in np.flatnonzero(made.is_null().to_numpy(zero_copy_only=False) | wraps).tolist():
+            out[i] = self.sentence(at[i], salt=salt[i], subject_plain=not linked[i])
+        return out
+
+    def _value_texts(self, at: np.ndarray, variant: np.ndarray, *, infobox: bool = False) -> pa.Array:
+        """``fmt(p, v, variant, infobox=infobox)`` of the attribute facts at positions ``at``
+        (``variant``: their hashes shifted, uint64): texts as they are, dates in Arrow,
+        numbers by :meth:`fmt`; null where a value is missing (the fact is then written by
+        :meth:`sentence`)."""
         c, kind = self.cols, VALUE_KIND[self.cols["predicate"][at]]
         texts, where = [], []
         text = np.flatnonzero(kind == TEXT)
@@ -360,15 +390,14 @@ class Renderer(PerturbationPages):
         date = np.flatnonzero(kind == DATE)
         if len(date):
             days = c["v_date"][at[date]]
-            variant = (self.h64[at[date]] >> np.uint64(shift)).astype(np.int64)
-            texts.append(pc.if_else(pa.array(days == NA_DATE), pa.scalar(None, pa.string()), date_texts(days, variant)))
+            ways = (variant[date] % np.uint64(DATE_FORMATS)).astype(np.int64)
+            texts.append(pc.if_else(pa.array(days == NA_DATE), pa.scalar(None, pa.string()), date_texts(days, ways)))
             where.append(date)
         number = np.flatnonzero(kind == OTHER)
         if len(number):
-            rows = at[number].tolist()
-            pred, value, h, fmt = self.pred, self.value, self.h, self.fmt
-            texts.append(pa.array([None if value[r] is None else fmt(PREDICATES[pred[r]], value[r], h[r] >> shift, infobox=infobox)
-                                   for r in rows], pa.string()))  # fmt: skip
+            pred, value, fmt = self.pred, self.value, self.fmt
+            texts.append(pa.array([None if value[r] is None else fmt(PREDICATES[pred[r]], value[r], v, infobox=infobox)
+                                   for r, v in zip(at[number].tolist(), variant[number].tolist())], pa.string()))  # fmt: skip
             where.append(number)
         return in_order(texts, where, len(at))
 
@@ -438,6 +467,11 @@ class Renderer(PerturbationPages):
 
     def org_sites(self, entities: range) -> None:
         web = PREDICATES.index("website")
+        # The pages planned first, then their sentences made at once (``said_at``).
+        planned: list[tuple] = []
+        at: list[int] = []
+        salts: list[int] = []
+        links: list[bool] = []
         for e in entities:
             if ENTITY_TYPES[self.types[e]].kind != "organisation":
                 continue
@@ -460,21 +494,26 @@ class Renderer(PerturbationPages):
                 pages.append(("squad", f"Squad and former players – {self.names[e]}", "org_people", [], players))
             host = site.split("//", 1)[-1]
             for i, (path, title, kind, own, inc) in enumerate(pages):
-                sent = [self.sentence(r, salt=7 + i) for r in own]
-                sent += [self.sentence(r, salt=7 + i, subject_plain=False) for r in inc]
-                if not sent:
-                    continue
-                self.out.add(
-                    url=f"{site}/{path}",
-                    site=host,
-                    title=title,
-                    kind=kind,
-                    published=self.edited(e * 8 + i, 700),
-                    text=" ".join(sent),
-                    entity=e,
-                    entity_rows=[e, *(self.obj[r] for r in own if self.obj[r] >= 0), *(self.subj[r] for r in inc)],
-                    facts=[self.fid[r] for r in own + inc],
-                )
+                planned.append((e, site, host, i, path, title, kind, own, inc))
+                for rows, linked in ((own, False), (inc, True)):
+                    at += rows
+                    salts += [7 + i] * len(rows)
+                    links += [linked] * len(rows)
+        said = iter(self.said_at(at, salts, links))
+        for e, site, host, i, path, title, kind, own, inc in planned:
+            if not own and not inc:
+                continue
+            self.out.add(
+                url=f"{site}/{path}",
+                site=host,
+                title=title,
+                kind=kind,
+                published=self.edited(e * 8 + i, 700),
+                text=" ".join([next(said) for _ in range(len(own) + len(inc))]),
+                entity=e,
+                entity_rows=[e, *(self.obj[r] for r in own if self.obj[r] >= 0), *(self.subj[r] for r in inc)],
+                facts=[self.fid[r] for r in own + inc],
+            )
 
     def _news(self, key: int, title: str, published: int, text: str, entity: int, ents, facts) -> None:
         name, base = NEWS_SITES[key % len(NEWS_SITES)]
@@ -486,41 +525,43 @@ class Renderer(PerturbationPages):
     def news(self, entities: range) -> None:
         ev_end, held_in = PREDICATES.index("end_date"), PREDICATES.index("held_in")
         part, acq = PREDICATES.index("participated_in"), PREDICATES.index("acquired_by")
+        events = []
         for e in entities:
             if self.types[e] != "event":
                 continue
             rows = self.by_subject[e]
-            inc = [r for r in self.incoming.get(e, []) if self.pred[r] == part]
+            events.append((e, rows, [r for r in self.incoming.get(e, []) if self.pred[r] == part]))
+        at = [r for _, rows, inc in events for r in rows + inc]
+        linked = [x for _, rows, inc in events for x in [False] * len(rows) + [True] * len(inc)]
+        said = iter(self.said_at(at, [3] * len(at), linked))
+        for e, rows, inc in events:
             end = next((self.value[r] for r in rows if self.pred[r] == ev_end), self.present)
             city = next((self.obj[r] for r in rows if self.pred[r] == held_in), -1)
             title = [f"{self.names[e]} wraps up", f"Report: {self.names[e]}", f"Looking back at {self.names[e]}"]
             title = title[e % 3] + (f" in {self.names[city]}" if city >= 0 and e % 3 == 0 else "")
-            text = " ".join(
-                [self.sentence(r, salt=3) for r in rows] + [self.sentence(r, salt=3, subject_plain=False) for r in inc]
-            )
+            text = " ".join([next(said) for _ in range(len(rows) + len(inc))])
             ents = [e, *(self.obj[r] for r in rows if self.obj[r] >= 0), *(self.subj[r] for r in inc)]
             self._news(e, title, min(end + 1, self.present), text, e, ents, [self.fid[r] for r in rows + inc])
-        for award in entities:
-            for year, rs in self.awards.get(award, ()):
-                name = self.names[award]
-                title = f"{name} {year}: recipients announced"
-                text = " ".join(
-                    self.sentence(r, salt=5, subject_plain=False).replace(
-                        f"the {name}", f"the [{name}]({self.article_url[award]})"
-                    )
-                    for r in rs
-                )
-                published = max(self.start[r] for r in rs)
-                self._news(award + year, title, published, text, award, [award, *(self.subj[r] for r in rs)],
-                           [self.fid[r] for r in rs])  # fmt: skip
-        for s in entities:
-            for r in self.by_subject[s]:
-                if self.pred[r] != acq or self.start[r] == NA_DATE:
-                    continue
-                o = self.obj[r]
-                title = f"{self.names[o]} acquires {self.names[s]}"
-                text = self.sentence(r, salt=9).replace(self.names[s], f"[{self.names[s]}]({self.article_url[s]})", 1)
-                self._news(s, title, self.start[r], text, s, [s, o], [self.fid[r]])
+        won = [(award, year, rs) for award in entities for year, rs in self.awards.get(award, ())]
+        at = [r for _, _, rs in won for r in rs]
+        said = iter(self.said_at(at, [5] * len(at), [True] * len(at)))
+        for award, year, rs in won:
+            name = self.names[award]
+            title = f"{name} {year}: recipients announced"
+            linked = f"the [{name}]({self.article_url[award]})"
+            text = " ".join([next(said).replace(f"the {name}", linked) for _ in rs])
+            published = max(self.start[r] for r in rs)
+            self._news(award + year, title, published, text, award, [award, *(self.subj[r] for r in rs)],
+                       [self.fid[r] for r in rs])  # fmt: skip
+        bought = [
+            (s, r) for s in entities for r in self.by_subject[s] if self.pred[r] == acq and self.start[r] != NA_DATE
+        ]
+        said = iter(self.said_at([r for _, r in bought], [9] * len(bought), [False] * len(bought)))
+        for s, r in bought:
+            o = self.obj[r]
+            title = f"{self.names[o]} acquires {self.names[s]}"
+            text = next(said).replace(self.names[s], f"[{self.names[s]}]({self.article_url[s]})", 1)
+            self._news(s, title, self.start[r], text, s, [s, o], [self.fid[r]])
 
     # -- directories ---------------------------------------------------------------------
     def lists(self, groups) -> None:
