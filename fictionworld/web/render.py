@@ -9,6 +9,7 @@ the knob rates; none of them is ever authoritative.
 
 from __future__ import annotations
 
+import functools
 import gc
 import string
 from collections import defaultdict
@@ -248,7 +249,7 @@ class Renderer(PerturbationPages):
         rows = np.unique(rows)
         t = self.store.entity_rows(rows)
         name, url = t.column("name").combine_chunks(), t.column("url").combine_chunks()
-        types = _TYPE_NAME_ARRAY.take(t.column("type").combine_chunks())
+        types = _type_names().take(t.column("type").combine_chunks())
         # "[name](url)", joined by Arrow for every entity at once
         links = pc.binary_join_element_wise("[", name, "](", url, ")", "")
         self.mentioned, self.name_array, self.link_array = rows, name, links
@@ -582,7 +583,10 @@ class Renderer(PerturbationPages):
             )
 
 
-_TYPE_NAME_ARRAY = pa.array(TYPE_NAMES, pa.string())
+@functools.cache
+def _type_names() -> pa.Array:
+    """The entity types' names, by type code (made on first use: see ``sentences._strings``)."""
+    return pa.array(TYPE_NAMES, pa.string())
 
 
 class _ByRow(dict):

@@ -14,6 +14,7 @@ the two over whole worlds) and writes the other pages' sentences (other salts, c
 
 from __future__ import annotations
 
+import functools
 import string
 
 import numpy as np
@@ -90,10 +91,23 @@ VALUE_KIND = np.array(
 )  # fmt: skip
 _LABEL_COUNT = np.array([len(LABELS.get(p, ())) for p in PREDICATES], np.uint64)
 _LABEL_FIRST = np.concatenate([[0], np.cumsum(_LABEL_COUNT)[:-1]]).astype(np.int64)
-_LABELS = pa.array([label for p in PREDICATES for label in LABELS.get(p, ())], pa.string())
-_VOWELS = pa.array(["a", "e", "i", "o", "u", ""], pa.string())
-_MONTH_NAMES = pa.array(MONTHS, pa.string())
-_MONTH_ABBREVIATIONS = pa.array([m[:3] for m in MONTHS], pa.string())
+
+
+@functools.cache
+def _strings(what: str) -> pa.Array:
+    """The constant Arrow strings the sentences take from, made on first use: ``pa.array`` of
+    a list imports pandas (0.2–0.3 s), which a server, importing the renderer for its
+    constants, must not pay (``tests/test_serving.py``)."""
+    return pa.array(
+        {
+            "labels": [label for p in PREDICATES for label in LABELS.get(p, ())],
+            "vowels": ["a", "e", "i", "o", "u", ""],
+            "months": list(MONTHS),
+            "month abbreviations": [m[:3] for m in MONTHS],
+            "empty": [""],
+        }[what],
+        pa.string(),
+    )
 
 
 def _join(*parts) -> pa.Array:
@@ -110,14 +124,13 @@ def date_texts(days: np.ndarray, variant: np.ndarray) -> pa.Array:
     parts = []
     for v, g in enumerate(np.split(order, np.cumsum(np.bincount(key, minlength=DATE_FORMATS + 1))[:-1])):
         parts.append(
-            _date_variant(days[g], v) if v < DATE_FORMATS else _EMPTY.take(pa.array(np.zeros(len(g), np.int64)))
+            _date_variant(days[g], v)
+            if v < DATE_FORMATS
+            else _strings("empty").take(pa.array(np.zeros(len(g), np.int64)))
         )
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return pa.concat_arrays(parts).take(pa.array(inverse))
-
-
-_EMPTY = pa.array([""], pa.string())
 
 
 def _date_variant(days: np.ndarray, variant: int) -> pa.Array:
@@ -131,7 +144,7 @@ def _date_variant(days: np.ndarray, variant: int) -> pa.Array:
     if variant == 2:  # ISO: the year in four digits at least, month and day in two
         mm = pc.cast(pa.array(month + 1), pa.string())
         return _join(pc.utf8_lpad(y, 4, "0"), "-", pc.utf8_lpad(mm, 2, "0"), "-", pc.utf8_lpad(day, 2, "0"))
-    name = (_MONTH_ABBREVIATIONS if variant == 3 else _MONTH_NAMES).take(pa.array(month))
+    name = _strings("month abbreviations" if variant == 3 else "months").take(pa.array(month))
     return _join(day, " ", name, " ", y) if variant == 1 else _join(name, " ", day, ", ", y)
 
 
@@ -204,7 +217,7 @@ def _a_or_an(values: pa.Array) -> pa.Array:
     """:func:`~fictionworld.web.text.a_or_an` of each value text whose first letter is ASCII
     (or that is empty); null for the others."""
     first = pc.utf8_slice_codeunits(values, 0, 1)
-    word = pc.if_else(pc.is_in(pc.ascii_lower(first), _VOWELS), "an", "a")
+    word = pc.if_else(pc.is_in(pc.ascii_lower(first), _strings("vowels")), "an", "a")
     return pc.if_else(pc.string_is_ascii(first), word, pa.scalar(None, pa.string()))
 
 
@@ -249,7 +262,7 @@ def infobox_lines(pred: np.ndarray, h: np.ndarray, values: pa.Array) -> pa.Array
     if not count.all():
         raise RuntimeError(f"no infobox label for the attribute {PREDICATES[int(p[np.flatnonzero(count == 0)[0]])]!r}")  # fmt: skip
     label = _LABEL_FIRST[p] + ((hh >> np.uint64(21)) % count).astype(np.int64)
-    return _join("- **", _LABELS.take(pa.array(label)), ":** ", values)
+    return _join("- **", _strings("labels").take(pa.array(label)), ":** ", values)
 
 
 def in_order(texts: list[pa.Array], where: list[np.ndarray], n: int) -> pa.Array:
