@@ -329,50 +329,53 @@ class Renderer(PerturbationPages):
         with its subject plain, an incoming one with it linked) and of the own attributes not in
         the infobox, and the infobox lines of the others; None where the article writes it
         itself (see the module's note)."""
-        c, k = self.cols, self.own
-        pred, h = c["predicate"], self.h64
-        kind = VALUE_KIND[pred]
-        rel = np.flatnonzero(kind < 0)
+        k, h = self.own, self.h64
+        kind = VALUE_KIND[self.cols["predicate"]]
         attr = np.flatnonzero(kind[:k] >= 0)
-        boxed = ((h[attr] >> np.uint64(20)) & np.uint64(1)).astype(bool)
-        said, boxes = attr[~boxed], attr[boxed]
-        ents, names = self.mentioned, self.name_array
+        boxes = attr[((h[attr] >> np.uint64(20)) & np.uint64(1)).astype(bool)]
+        stated = kind < 0
+        stated[attr] = True
+        stated[boxes] = False
+        at = np.flatnonzero(stated)
         texts = [
-            relation_sentences(pred[rel], h[rel], c["subject"][rel], c["object"][rel], c["start"][rel], c["end"][rel],
-                               rel >= k, ents, names, self.link_array),
-            attribute_sentences(pred[said], h[said], c["subject"][said], self._value_texts(said, h[said] >> np.uint64(5)),
-                                ents, names),
-            infobox_lines(pred[boxes], h[boxes], self._value_texts(boxes, h[boxes] >> np.uint64(24), infobox=True)),
+            self._sentences(at, h[at], at >= k),
+            infobox_lines(self.cols["predicate"][boxes], h[boxes],
+                          self._value_texts(boxes, h[boxes] >> np.uint64(24), infobox=True)),
         ]  # fmt: skip
-        return in_order(texts, [rel, said, boxes], len(pred)).to_pylist()
+        return in_order(texts, [at, boxes], len(kind)).to_pylist()
 
     def said_at(self, at: list[int], salt: list[int], linked: list[bool]) -> list[str]:
         """``sentence(at[i], salt=salt[i], subject_plain=not linked[i])`` for each ``i``: made in
         Arrow as :meth:`article_texts` makes them, the few it leaves (see
-        :mod:`~fictionworld.web.sentences`; a hash plus salt past 64 bits; an attribute with
-        its subject linked) written by :meth:`sentence`."""
+        :mod:`~fictionworld.web.sentences`; a hash plus salt past 64 bits) written by
+        :meth:`sentence`."""
         if not at:
             return []
-        c = self.cols
-        pos, salts, link = np.array(at, np.int64), np.array(salt, np.uint64), np.array(linked, bool)
+        pos, salts = np.array(at, np.int64), np.array(salt, np.uint64)
         h = self.h64[pos]
         wraps = h > ~salts  # h + salt as Python adds them, not modulo 2**64
-        h = h + salts
-        kind = VALUE_KIND[c["predicate"][pos]]
-        rel, attr = np.flatnonzero(kind < 0), np.flatnonzero((kind >= 0) & ~link)
-        r, a = pos[rel], pos[attr]
-        ents, names = self.mentioned, self.name_array
-        texts = [
-            relation_sentences(c["predicate"][r], h[rel], c["subject"][r], c["object"][r], c["start"][r], c["end"][r],
-                               link[rel], ents, names, self.link_array),
-            attribute_sentences(c["predicate"][a], h[attr], c["subject"][a], self._value_texts(a, h[attr] >> np.uint64(5)),
-                                ents, names),
-        ]  # fmt: skip
-        made = in_order(texts, [rel, attr], len(pos))
+        made = self._sentences(pos, h + salts, np.array(linked, bool))
         out = made.to_pylist()
         for i in np.flatnonzero(made.is_null().to_numpy(zero_copy_only=False) | wraps).tolist():
             out[i] = self.sentence(at[i], salt=salt[i], subject_plain=not linked[i])
         return out
+
+    def _sentences(self, pos: np.ndarray, h: np.ndarray, linked: np.ndarray) -> pa.Array:
+        """The sentences of the facts at positions ``pos``, with hashes ``h`` (salted, uint64)
+        and their subject linked where ``linked``: relations, and attributes with their subject
+        plain, made in Arrow; null where :meth:`sentence` writes them (an attribute with its
+        subject linked, and see :mod:`~fictionworld.web.sentences`)."""
+        c, ents, names = self.cols, self.mentioned, self.name_array
+        kind = VALUE_KIND[c["predicate"][pos]]
+        rel, attr = np.flatnonzero(kind < 0), np.flatnonzero((kind >= 0) & ~linked)
+        r, a = pos[rel], pos[attr]
+        texts = [
+            relation_sentences(c["predicate"][r], h[rel], c["subject"][r], c["object"][r], c["start"][r], c["end"][r],
+                               linked[rel], ents, names, self.link_array),
+            attribute_sentences(c["predicate"][a], h[attr], c["subject"][a], self._value_texts(a, h[attr] >> np.uint64(5)),
+                                ents, names),
+        ]  # fmt: skip
+        return in_order(texts, [rel, attr], len(pos))
 
     def _value_texts(self, at: np.ndarray, variant: np.ndarray, *, infobox: bool = False) -> pa.Array:
         """``fmt(p, v, variant, infobox=infobox)`` of the attribute facts at positions ``at``
