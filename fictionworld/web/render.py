@@ -22,32 +22,22 @@ import pyarrow.compute as pc
 from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
 from fictionworld.seeding import hash_text, mix64, mix64_int
-from fictionworld.surface import DATE_FORMATS, format_date, format_float, format_int, format_money
+from fictionworld.surface import format_date, format_float, format_int, format_money
 from fictionworld.tables import NA_INT, TYPE_NAMES
+from fictionworld.web.news import NewsPages
 from fictionworld.web.pages import PAGE_SCHEMA, PageRows, PageTable
 from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
     INCOMING,
     LABELS,
-    NEWS_SITES,
     RELATION_SENTENCES,
     RELATION_SENTENCES_ENDED,
     RELATION_SENTENCES_UNDATED,
     SECTION,
     TYPE_LABEL,
 )
-from fictionworld.web.sentences import (
-    DATE,
-    OTHER,
-    TEXT,
-    VALUE_KIND,
-    attribute_sentences,
-    date_texts,
-    in_order,
-    infobox_lines,
-    relation_sentences,
-)
+from fictionworld.web.sentences import BlockTexts
 from fictionworld.web.store import ENCYCLOPEDIA_BASE, RenderStore, write_store
 from fictionworld.web.text import DTYPE, a_or_an, article_slug, date_of, plain_text, slug
 from fictionworld.web.urls import unique_urls, with_urls
@@ -140,7 +130,7 @@ _FORMAT = {
 }  # fmt: skip
 
 
-class Renderer(PerturbationPages):
+class Renderer(BlockTexts, NewsPages, PerturbationPages):
     """Renders a world's pages block by block. Pages come in a fixed order: entity blocks of
     ``spec.web.block`` entities (each: articles, organisation sites, news, perturbation pages
     of its entities), then the directory blocks; every block depends only on the world, so any
@@ -323,88 +313,6 @@ class Renderer(PerturbationPages):
         out = say(s, vt, a_or_an(vt)) if uses_a else say(s, vt)
         return out[0].upper() + out[1:]
 
-    def article_texts(self) -> list[str | None]:
-        """By position in the block, what its articles say of each fact, made in Arrow
-        (:mod:`~fictionworld.web.sentences`): ``sentence(r)`` of every relation (an own fact
-        with its subject plain, an incoming one with it linked) and of the own attributes not in
-        the infobox, and the infobox lines of the others; None where the article writes it
-        itself (see the module's note)."""
-        k, h = self.own, self.h64
-        kind = VALUE_KIND[self.cols["predicate"]]
-        attr = np.flatnonzero(kind[:k] >= 0)
-        boxes = attr[((h[attr] >> np.uint64(20)) & np.uint64(1)).astype(bool)]
-        stated = kind < 0
-        stated[attr] = True
-        stated[boxes] = False
-        at = np.flatnonzero(stated)
-        texts = [
-            self._sentences(at, h[at], at >= k),
-            infobox_lines(self.cols["predicate"][boxes], h[boxes],
-                          self._value_texts(boxes, h[boxes] >> np.uint64(24), infobox=True)),
-        ]  # fmt: skip
-        return in_order(texts, [at, boxes], len(kind)).to_pylist()
-
-    def said_at(self, at: list[int], salt: list[int], linked: list[bool]) -> list[str]:
-        """``sentence(at[i], salt=salt[i], subject_plain=not linked[i])`` for each ``i``: made in
-        Arrow as :meth:`article_texts` makes them, the few it leaves (see
-        :mod:`~fictionworld.web.sentences`; a hash plus salt past 64 bits) written by
-        :meth:`sentence`."""
-        if not at:
-            return []
-        pos, salts = np.array(at, np.int64), np.array(salt, np.uint64)
-        h = self.h64[pos]
-        wraps = h > ~salts  # h + salt as Python adds them, not modulo 2**64
-        made = self._sentences(pos, h + salts, np.array(linked, bool))
-        out = made.to_pylist()
-        for i in np.flatnonzero(made.is_null().to_numpy(zero_copy_only=False) | wraps).tolist():
-            out[i] = self.sentence(at[i], salt=salt[i], subject_plain=not linked[i])
-        return out
-
-    def _sentences(self, pos: np.ndarray, h: np.ndarray, linked: np.ndarray) -> pa.Array:
-        """The sentences of the facts at positions ``pos``, with hashes ``h`` (salted, uint64)
-        and their subject linked where ``linked``: relations, and attributes with their subject
-        plain, made in Arrow; null where :meth:`sentence` writes them (an attribute with its
-        subject linked, and see :mod:`~fictionworld.web.sentences`)."""
-        c, ents, names = self.cols, self.mentioned, self.name_array
-        kind = VALUE_KIND[c["predicate"][pos]]
-        rel, attr = np.flatnonzero(kind < 0), np.flatnonzero((kind >= 0) & ~linked)
-        r, a = pos[rel], pos[attr]
-        texts = [
-            relation_sentences(c["predicate"][r], h[rel], c["subject"][r], c["object"][r], c["start"][r], c["end"][r],
-                               linked[rel], ents, names, self.link_array),
-            attribute_sentences(c["predicate"][a], h[attr], c["subject"][a], self._value_texts(a, h[attr] >> np.uint64(5)),
-                                ents, names),
-        ]  # fmt: skip
-        return in_order(texts, [rel, attr], len(pos))
-
-    def _value_texts(self, at: np.ndarray, variant: np.ndarray, *, infobox: bool = False) -> pa.Array:
-        """``fmt(p, v, variant, infobox=infobox)`` of the attribute facts at positions ``at``
-        (``variant``: their hashes shifted, uint64): texts as they are, dates in Arrow,
-        numbers by :meth:`fmt`; null where a value is missing (the fact is then written by
-        :meth:`sentence`)."""
-        c, kind = self.cols, VALUE_KIND[self.cols["predicate"][at]]
-        texts, where = [], []
-        text = np.flatnonzero(kind == TEXT)
-        if len(text):
-            rows = at[text]
-            # (a text attribute's value is its text: a number or a date there is not written here)
-            other = (c["v_date"][rows] != NA_DATE) | ~np.isnan(c["v_float"][rows]) | (c["v_int"][rows] != NA_INT)
-            texts.append(pc.if_else(pa.array(other), pa.scalar(None, pa.string()), self.v_text.take(pa.array(rows))))
-            where.append(text)
-        date = np.flatnonzero(kind == DATE)
-        if len(date):
-            days = c["v_date"][at[date]]
-            ways = (variant[date] % np.uint64(DATE_FORMATS)).astype(np.int64)
-            texts.append(pc.if_else(pa.array(days == NA_DATE), pa.scalar(None, pa.string()), date_texts(days, ways)))
-            where.append(date)
-        number = np.flatnonzero(kind == OTHER)
-        if len(number):
-            pred, value, fmt = self.pred, self.value, self.fmt
-            texts.append(pa.array([None if value[r] is None else fmt(PREDICATES[pred[r]], value[r], v, infobox=infobox)
-                                   for r, v in zip(at[number].tolist(), variant[number].tolist())], pa.string()))  # fmt: skip
-            where.append(number)
-        return in_order(texts, where, len(at))
-
     # -- urls ----------------------------------------------------------------------------
     def edited(self, key: int, span: int) -> int:
         return self.present - mix64_int(key, self.seed + span) % span
@@ -468,104 +376,6 @@ class Renderer(PerturbationPages):
                 entity_rows=mentioned,
                 facts=facts,
             )
-
-    def org_sites(self, entities: range) -> None:
-        web = PREDICATES.index("website")
-        # The pages planned first, then their sentences made at once (``said_at``).
-        planned: list[tuple] = []
-        at: list[int] = []
-        salts: list[int] = []
-        links: list[bool] = []
-        for e in entities:
-            if ENTITY_TYPES[self.types[e]].kind != "organisation":
-                continue
-            rows = self.by_subject[e]
-            site = next((self.value[r] for r in rows if self.pred[r] == web), None)
-            if not site:
-                continue
-            preds = [PREDICATES[self.pred[r]] for r in rows]
-            about = [r for r, p in zip(rows, preds) if p not in RELATIONS or SECTION[p] == "Location"]
-            history = [r for r, p in zip(rows, preds) if p in ("founded", "founded_by") or SECTION.get(p) == "History"]
-            incoming = self.incoming.get(e, [])
-            leaders = [r for r in incoming if PREDICATES[self.pred[r]] == "ceo_of"]
-            founders = [r for r, p in zip(rows, preds) if p == "founded_by"]
-            players = [r for r in incoming if PREDICATES[self.pred[r]] == "member_of"]
-            pages = [("about", f"About {self.names[e]}", "org_about", about, [])]
-            pages.append(("history", f"Our history – {self.names[e]}", "org_history", history, []))
-            if leaders or founders:
-                pages.append(("leadership", f"Leadership – {self.names[e]}", "org_leadership", founders, leaders))
-            if players:
-                pages.append(("squad", f"Squad and former players – {self.names[e]}", "org_people", [], players))
-            host = site.split("//", 1)[-1]
-            for i, (path, title, kind, own, inc) in enumerate(pages):
-                planned.append((e, site, host, i, path, title, kind, own, inc))
-                for rows, linked in ((own, False), (inc, True)):
-                    at += rows
-                    salts += [7 + i] * len(rows)
-                    links += [linked] * len(rows)
-        said = iter(self.said_at(at, salts, links))
-        for e, site, host, i, path, title, kind, own, inc in planned:
-            if not own and not inc:
-                continue
-            self.out.add(
-                url=f"{site}/{path}",
-                site=host,
-                title=title,
-                kind=kind,
-                published=self.edited(e * 8 + i, 700),
-                text=" ".join([next(said) for _ in range(len(own) + len(inc))]),
-                entity=e,
-                entity_rows=[e, *(self.obj[r] for r in own if self.obj[r] >= 0), *(self.subj[r] for r in inc)],
-                facts=[self.fid[r] for r in own + inc],
-            )
-
-    def _news(self, key: int, title: str, published: int, text: str, entity: int, ents, facts) -> None:
-        name, base = NEWS_SITES[key % len(NEWS_SITES)]
-        d = date_of(published)
-        url = f"{base}/{d.year}/{d.month:02d}/{d.day:02d}/{slug(title)}"
-        self.out.add(url=url, site=name, title=title, kind="news", published=published, text=text, entity=entity,
-                     entity_rows=ents, facts=facts)  # fmt: skip
-
-    def news(self, entities: range) -> None:
-        ev_end, held_in = PREDICATES.index("end_date"), PREDICATES.index("held_in")
-        part, acq = PREDICATES.index("participated_in"), PREDICATES.index("acquired_by")
-        events = []
-        for e in entities:
-            if self.types[e] != "event":
-                continue
-            rows = self.by_subject[e]
-            events.append((e, rows, [r for r in self.incoming.get(e, []) if self.pred[r] == part]))
-        at = [r for _, rows, inc in events for r in rows + inc]
-        linked = [x for _, rows, inc in events for x in [False] * len(rows) + [True] * len(inc)]
-        said = iter(self.said_at(at, [3] * len(at), linked))
-        for e, rows, inc in events:
-            end = next((self.value[r] for r in rows if self.pred[r] == ev_end), self.present)
-            city = next((self.obj[r] for r in rows if self.pred[r] == held_in), -1)
-            title = [f"{self.names[e]} wraps up", f"Report: {self.names[e]}", f"Looking back at {self.names[e]}"]
-            title = title[e % 3] + (f" in {self.names[city]}" if city >= 0 and e % 3 == 0 else "")
-            text = " ".join([next(said) for _ in range(len(rows) + len(inc))])
-            ents = [e, *(self.obj[r] for r in rows if self.obj[r] >= 0), *(self.subj[r] for r in inc)]
-            self._news(e, title, min(end + 1, self.present), text, e, ents, [self.fid[r] for r in rows + inc])
-        won = [(award, year, rs) for award in entities for year, rs in self.awards.get(award, ())]
-        at = [r for _, _, rs in won for r in rs]
-        said = iter(self.said_at(at, [5] * len(at), [True] * len(at)))
-        for award, year, rs in won:
-            name = self.names[award]
-            title = f"{name} {year}: recipients announced"
-            linked = f"the [{name}]({self.article_url[award]})"
-            text = " ".join([next(said).replace(f"the {name}", linked) for _ in rs])
-            published = max(self.start[r] for r in rs)
-            self._news(award + year, title, published, text, award, [award, *(self.subj[r] for r in rs)],
-                       [self.fid[r] for r in rs])  # fmt: skip
-        bought = [
-            (s, r) for s in entities for r in self.by_subject[s] if self.pred[r] == acq and self.start[r] != NA_DATE
-        ]
-        said = iter(self.said_at([r for _, r in bought], [9] * len(bought), [False] * len(bought)))
-        for s, r in bought:
-            o = self.obj[r]
-            title = f"{self.names[o]} acquires {self.names[s]}"
-            text = next(said).replace(self.names[s], f"[{self.names[s]}]({self.article_url[s]})", 1)
-            self._news(s, title, self.start[r], text, s, [s, o], [self.fid[r]])
 
     # -- directories ---------------------------------------------------------------------
     def lists(self, groups) -> None:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from fictionworld.dates import NA_DATE
 from fictionworld.schema import PREDICATES, RELATIONS, DType
 from fictionworld.surface import DATE_FORMATS, MONTHS
+from fictionworld.tables import NA_INT
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
     LABELS,
@@ -39,6 +40,7 @@ __all__ = [
     "attribute_sentences",
     "infobox_lines",
     "in_order",
+    "BlockTexts",
     "VALUE_KIND",
     "TEXT",
     "DATE",
@@ -274,3 +276,91 @@ def in_order(texts: list[pa.Array], where: list[np.ndarray], n: int) -> pa.Array
         position[at] = np.arange(len(at))
     joined = pa.concat_arrays(texts) if texts else pa.array([], pa.string())
     return joined.take(pa.array(position, mask=position < 0))
+
+
+class BlockTexts:
+    """Mixin of the template renderer: what a block's pages say of its facts, made in Arrow
+    with the functions above, from the columns ``Renderer._gather`` keeps (``cols``, ``h64``,
+    ``v_text``, and the mentioned entities' ``name_array`` and ``link_array``)."""
+
+    def article_texts(self) -> list[str | None]:
+        """By position in the block, what its articles say of each fact, made in Arrow
+        (:mod:`~fictionworld.web.sentences`): ``sentence(r)`` of every relation (an own fact
+        with its subject plain, an incoming one with it linked) and of the own attributes not in
+        the infobox, and the infobox lines of the others; None where the article writes it
+        itself (see the module's note)."""
+        k, h = self.own, self.h64
+        kind = VALUE_KIND[self.cols["predicate"]]
+        attr = np.flatnonzero(kind[:k] >= 0)
+        boxes = attr[((h[attr] >> np.uint64(20)) & np.uint64(1)).astype(bool)]
+        stated = kind < 0
+        stated[attr] = True
+        stated[boxes] = False
+        at = np.flatnonzero(stated)
+        texts = [
+            self._sentences(at, h[at], at >= k),
+            infobox_lines(self.cols["predicate"][boxes], h[boxes],
+                          self._value_texts(boxes, h[boxes] >> np.uint64(24), infobox=True)),
+        ]  # fmt: skip
+        return in_order(texts, [at, boxes], len(kind)).to_pylist()
+
+    def said_at(self, at: list[int], salt: list[int], linked: list[bool]) -> list[str]:
+        """``sentence(at[i], salt=salt[i], subject_plain=not linked[i])`` for each ``i``: made in
+        Arrow as :meth:`article_texts` makes them, the few it leaves (see
+        :mod:`~fictionworld.web.sentences`; a hash plus salt past 64 bits) written by
+        :meth:`sentence`."""
+        if not at:
+            return []
+        pos, salts = np.array(at, np.int64), np.array(salt, np.uint64)
+        h = self.h64[pos]
+        wraps = h > ~salts  # h + salt as Python adds them, not modulo 2**64
+        made = self._sentences(pos, h + salts, np.array(linked, bool))
+        out = made.to_pylist()
+        for i in np.flatnonzero(made.is_null().to_numpy(zero_copy_only=False) | wraps).tolist():
+            out[i] = self.sentence(at[i], salt=salt[i], subject_plain=not linked[i])
+        return out
+
+    def _sentences(self, pos: np.ndarray, h: np.ndarray, linked: np.ndarray) -> pa.Array:
+        """The sentences of the facts at positions ``pos``, with hashes ``h`` (salted, uint64)
+        and their subject linked where ``linked``: relations, and attributes with their subject
+        plain, made in Arrow; null where :meth:`sentence` writes them (an attribute with its
+        subject linked, and see :mod:`~fictionworld.web.sentences`)."""
+        c, ents, names = self.cols, self.mentioned, self.name_array
+        kind = VALUE_KIND[c["predicate"][pos]]
+        rel, attr = np.flatnonzero(kind < 0), np.flatnonzero((kind >= 0) & ~linked)
+        r, a = pos[rel], pos[attr]
+        texts = [
+            relation_sentences(c["predicate"][r], h[rel], c["subject"][r], c["object"][r], c["start"][r], c["end"][r],
+                               linked[rel], ents, names, self.link_array),
+            attribute_sentences(c["predicate"][a], h[attr], c["subject"][a], self._value_texts(a, h[attr] >> np.uint64(5)),
+                                ents, names),
+        ]  # fmt: skip
+        return in_order(texts, [rel, attr], len(pos))
+
+    def _value_texts(self, at: np.ndarray, variant: np.ndarray, *, infobox: bool = False) -> pa.Array:
+        """``fmt(p, v, variant, infobox=infobox)`` of the attribute facts at positions ``at``
+        (``variant``: their hashes shifted, uint64): texts as they are, dates in Arrow,
+        numbers by :meth:`fmt`; null where a value is missing (the fact is then written by
+        :meth:`sentence`)."""
+        c, kind = self.cols, VALUE_KIND[self.cols["predicate"][at]]
+        texts, where = [], []
+        text = np.flatnonzero(kind == TEXT)
+        if len(text):
+            rows = at[text]
+            # (a text attribute's value is its text: a number or a date there is not written here)
+            other = (c["v_date"][rows] != NA_DATE) | ~np.isnan(c["v_float"][rows]) | (c["v_int"][rows] != NA_INT)
+            texts.append(pc.if_else(pa.array(other), pa.scalar(None, pa.string()), self.v_text.take(pa.array(rows))))
+            where.append(text)
+        date = np.flatnonzero(kind == DATE)
+        if len(date):
+            days = c["v_date"][at[date]]
+            ways = (variant[date] % np.uint64(DATE_FORMATS)).astype(np.int64)
+            texts.append(pc.if_else(pa.array(days == NA_DATE), pa.scalar(None, pa.string()), date_texts(days, ways)))
+            where.append(date)
+        number = np.flatnonzero(kind == OTHER)
+        if len(number):
+            pred, value, fmt = self.pred, self.value, self.fmt
+            texts.append(pa.array([None if value[r] is None else fmt(PREDICATES[pred[r]], value[r], v, infobox=infobox)
+                                   for r, v in zip(at[number].tolist(), variant[number].tolist())], pa.string()))  # fmt: skip
+            where.append(number)
+        return in_order(texts, where, len(at))
