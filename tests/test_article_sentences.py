@@ -125,3 +125,70 @@ def test_sentences_with_a_salt_are_what_sentence_says(seed):
         got = r.said_at(at, salts, linked)
         want = [r.sentence(i, salt=s, subject_plain=not k) for i, s, k in zip(at, salts, linked)]
         assert got == want
+
+
+def test_is_name_by_hash_then_by_the_sorted_names():
+    """``RenderStore.is_name`` rules a text out by its hash and checks every hash it finds
+    against the sorted names: every name is one, a text one edit away is not, and a text whose
+    hash is planted among the names' (a collision) is still not a name."""
+    world = fw.generate(seed=3, entities=2_000)
+    store = Renderer.of_world(world).store
+    names = sorted(set(world.entities.name.tolist()))
+    assert all(store.is_name(n) for n in names)
+    edited = [n[:-1] + ("q" if n[-1] != "q" else "z") for n in names] + [n + " " for n in names[:50]] + ["", "ß"]
+    edited = [x for x in edited if x not in set(names)]
+    assert edited and not any(store.is_name(x) for x in edited)
+    store._hashes = np.sort(np.concatenate([store.name_hashes(), [hash(x) for x in edited]]).astype(np.int64))
+    assert not any(store.is_name(x) for x in edited)
+    assert all(store.is_name(n) for n in names[::7])
+
+
+def test_sentences_with_other_values_are_what_sentence_says():
+    """``said_at`` with ``values`` (the conflicting and confusable pages' wrong dates and
+    numbers): what ``sentence(…, value=…)`` says, the first and last day of years 1 to 9999
+    included, and a text attribute given a value left to ``sentence``."""
+    r = Renderer.of_world(fw.generate(seed=6, entities=3_000))
+    rng = np.random.default_rng(6)
+    checked = 0
+    for b in range(r.entity_blocks):
+        r._gather(b, range(b * r.block, min(r.n_entities, (b + 1) * r.block)))
+        at = [i for i in range(r.own) if _ARTICLE_PRED[r.pred[i]][1] is None and r.value[i] is not None]
+        values = []
+        for i in at:
+            v = r.value[i]
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                values.append(None if rng.random() < 0.5 else "a given text")
+            elif r.cols["v_date"][i] != NA_DATE:
+                values.append(int(rng.choice([-719_162, 2_932_896, v + int(rng.integers(-6000, 6000))])))
+            else:
+                values.append(type(v)(v * rng.uniform(0.4, 1.6)))
+        salts = rng.integers(0, 14, len(at)).tolist()
+        got = r.said_at(at, salts, [False] * len(at), values)
+        assert got == [r.sentence(i, salt=s, value=v) for i, s, v in zip(at, salts, values)]
+        checked += sum(v is not None for v in values)
+    assert checked > 1_000
+
+
+@pytest.mark.parametrize("outside_ascii", [False, True])
+def test_perturbation_pages_are_the_ones_written_a_sentence_at_a_time(monkeypatch, outside_ascii):
+    """The forum, blog and profile pages, their sentences made together in Arrow, are the
+    pages whose sentences ``sentence`` writes one at a time (names outside ASCII too). How the
+    pages put the sentences together is pinned by ``test_web_pages.py::test_pages_are_pinned``."""
+    world = fw.generate(seed=8, entities=2_500)
+    if outside_ascii:
+        names = world.entities.name.copy()
+        for i in range(0, len(names), 3):
+            names[i] = "É" + names[i][1:]
+        world.entities.name[:] = names
+    r = Renderer.of_world(world, pool=1.0)
+    made = [r.render_block(b) for b in range(r.entity_blocks)]
+
+    def one_at_a_time(self, at, salt, linked, values=None):
+        values = values or [None] * len(at)
+        return [self.sentence(i, salt=s, subject_plain=not k, value=v) for i, s, k, v in zip(at, salt, linked, values)]
+
+    monkeypatch.setattr(Renderer, "said_at", one_at_a_time)
+    for b, batch in enumerate(made):
+        assert batch.equals(r.render_block(b)), b
+    layers = pa.concat_arrays([m.column("layer") for m in made]).to_pylist()
+    assert layers.count("conflict") > 100 and layers.count("confusable") > 100

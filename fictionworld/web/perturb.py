@@ -36,13 +36,35 @@ class PerturbationPages:
     conflict knobs."""
 
     def perturbations(self, entities: range) -> None:
+        """The perturbation pages of the block's entities in the pool. Their sentences are
+        asked for as the pages are planned (:meth:`_later`), then made at once in Arrow
+        (:meth:`said_at`, as the articles' are) and put into the pages' texts."""
         real = _Names(self.store)
+        first = len(self.out.cols["text"])
+        self._asked: list[tuple[int, int, object, tuple[str, str] | None]] = []
         for e in np.flatnonzero(self.in_pool).tolist():  # the block's flags
             e += entities.start
             r = random.Random(mix64_int(e, self.seed + 0x5EED))  # per entity: any split renders the same
             self._conflict(e, r)
             self._distractor(e, r)
             self._confusable(e, r, real)
+        if not self._asked:
+            return
+        at, salt, value, swaps = zip(*self._asked)
+        said = self.said_at(list(at), list(salt), [False] * len(at), list(value))
+        for i, swap in enumerate(swaps):
+            if swap is not None:
+                said[i] = said[i].replace(*swap)
+        texts = self.out.cols["text"]
+        for j in range(first, len(texts)):
+            if type(texts[j]) is _Parts:
+                texts[j] = "".join([part if part.__class__ is str else said[part] for part in texts[j]])
+
+    def _later(self, x: int, salt: int, value=None, swap: tuple[str, str] | None = None) -> int:
+        """Ask for ``sentence(x, salt=salt, value=value)`` (then ``.replace(*swap)``): its
+        number among the block's asked, which the page's text holds until it is made."""
+        self._asked.append((x, salt, value, swap))
+        return len(self._asked) - 1
 
     def _wrong(self, p: str, v, r: random.Random):
         dtype = DTYPE[p]
@@ -66,16 +88,16 @@ class PerturbationPages:
         wrong = [(rows[i], self._wrong(PREDICATES[self.pred[rows[i]]], self.value[rows[i]], r)) for i in pick]
         name, p0 = self.names[e], PREDICATES[self.pred[wrong[0][0]]]
         users = [f"user{r.randrange(100, 99_999)}" for _ in range(3)]
-        claims = [self.sentence(x, salt=11, value=w) for x, w in wrong]
+        claims = _spaced([self._later(x, 11, w) for x, w in wrong])
         if r.random() < 0.5:
             title = f"Does anyone know the {LABELS[p0][0].lower()} of {name}?"
-            text = (f"**{users[0]}:** Trying to settle an argument about {name}. Any ideas?\n\n"
-                    f"**{users[1]}:** I'm fairly sure about this one. {' '.join(claims)}\n\n"
-                    f"**{users[2]}:** Thanks, that matches what I heard.")  # fmt: skip
+            text = _Parts((f"**{users[0]}:** Trying to settle an argument about {name}. Any ideas?\n\n"
+                           f"**{users[1]}:** I'm fairly sure about this one. ", *claims,
+                           f"\n\n**{users[2]}:** Thanks, that matches what I heard."))  # fmt: skip
             site, base, kind = FORUM[0], FORUM[1], "forum"
         else:
             title = f"What I learned about {name}"
-            text = f"A few notes I jotted down after reading about {name}. {' '.join(claims)} Interesting stuff."
+            text = _Parts((f"A few notes I jotted down after reading about {name}. ", *claims, " Interesting stuff."))
             site, base, kind = BLOG[0], BLOG[1], "blog"
         self.out.add(
             url=base + slug(title),
@@ -121,15 +143,16 @@ class PerturbationPages:
             return
         rows = self.by_subject[e]
         sent = []
+        swap = (self.names[e], name)
         for x in rows:
             p, _, restated = _CODES[self.pred[x]]
             if restated:
-                sent.append(self.sentence(x, salt=13).replace(self.names[e], name))
+                sent.append(self._later(x, 13, None, swap))
             if p in RELATIONS:
                 continue
             w = self._wrong(p, self.value[x], r)
             if w is not None:
-                sent.append(self.sentence(x, salt=13, value=w).replace(self.names[e], name))
+                sent.append(self._later(x, 13, w, swap))
         t = TYPE_LABEL[self.types[e]]
         self.out.add(
             url=PROFILES[1] + slug(name),
@@ -137,11 +160,26 @@ class PerturbationPages:
             title=f"{name} – {t} profile",
             kind="profile",
             published=self.present - int(r.randrange(0, 3650)),
-            text=f"**{name}** is {a_or_an(t)} {t}. " + " ".join(sent),
+            text=_Parts((f"**{name}** is {a_or_an(t)} {t}. ", *_spaced(sent))),
             entity=e,
             layer="confusable",
             u=r.random(),
         )
+
+
+class _Parts(tuple):
+    """A page's text until its sentences are made: literal texts, and the numbers of the
+    sentences asked for (:meth:`PerturbationPages._later`) in their places."""
+
+
+def _spaced(said: list[int]) -> list:
+    """``" ".join`` of sentences still to be made, as parts."""
+    out: list = []
+    for i in said:
+        if out:
+            out.append(" ")
+        out.append(i)
+    return out
 
 
 class _Names:

@@ -92,6 +92,7 @@ VALUE_KIND = np.array(
      for p in PREDICATES]
 )  # fmt: skip
 _LABEL_COUNT = np.array([len(LABELS.get(p, ())) for p in PREDICATES], np.uint64)
+_FIRST_DAY, _LAST_DAY = -719_162, 2_932_896  # 0001-01-01 and 9999-12-31, as day numbers
 _LABEL_FIRST = np.concatenate([[0], np.cumsum(_LABEL_COUNT)[:-1]]).astype(np.int64)
 
 
@@ -304,8 +305,9 @@ class BlockTexts:
         ]  # fmt: skip
         return in_order(texts, [at, boxes], len(kind)).to_pylist()
 
-    def said_at(self, at: list[int], salt: list[int], linked: list[bool]) -> list[str]:
-        """``sentence(at[i], salt=salt[i], subject_plain=not linked[i])`` for each ``i``: made in
+    def said_at(self, at: list[int], salt: list[int], linked: list[bool], values: list | None = None) -> list[str]:
+        """``sentence(at[i], salt=salt[i], subject_plain=not linked[i], value=values[i])`` for
+        each ``i`` (``values``: None, or a value per fact, None where the fact's own): made in
         Arrow as :meth:`article_texts` makes them, the few it leaves (see
         :mod:`~fictionworld.web.sentences`; a hash plus salt past 64 bits) written by
         :meth:`sentence`."""
@@ -314,17 +316,19 @@ class BlockTexts:
         pos, salts = np.array(at, np.int64), np.array(salt, np.uint64)
         h = self.h64[pos]
         wraps = h > ~salts  # h + salt as Python adds them, not modulo 2**64
-        made = self._sentences(pos, h + salts, np.array(linked, bool))
+        made = self._sentences(pos, h + salts, np.array(linked, bool), values)
         out = made.to_pylist()
         for i in np.flatnonzero(made.is_null().to_numpy(zero_copy_only=False) | wraps).tolist():
-            out[i] = self.sentence(at[i], salt=salt[i], subject_plain=not linked[i])
+            out[i] = self.sentence(at[i], salt=salt[i], subject_plain=not linked[i],
+                                   value=None if values is None else values[i])  # fmt: skip
         return out
 
-    def _sentences(self, pos: np.ndarray, h: np.ndarray, linked: np.ndarray) -> pa.Array:
+    def _sentences(self, pos: np.ndarray, h: np.ndarray, linked: np.ndarray, values: list | None = None) -> pa.Array:
         """The sentences of the facts at positions ``pos``, with hashes ``h`` (salted, uint64)
-        and their subject linked where ``linked``: relations, and attributes with their subject
-        plain, made in Arrow; null where :meth:`sentence` writes them (an attribute with its
-        subject linked, and see :mod:`~fictionworld.web.sentences`)."""
+        and their subject linked where ``linked`` (and the values ``values`` instead of their
+        own, where not None): relations, and attributes with their subject plain, made in
+        Arrow; null where :meth:`sentence` writes them (an attribute with its subject linked,
+        and see :mod:`~fictionworld.web.sentences`)."""
         c, ents, names = self.cols, self.mentioned, self.name_array
         kind = VALUE_KIND[c["predicate"][pos]]
         rel, attr = np.flatnonzero(kind < 0), np.flatnonzero((kind >= 0) & ~linked)
@@ -332,35 +336,51 @@ class BlockTexts:
         texts = [
             relation_sentences(c["predicate"][r], h[rel], c["subject"][r], c["object"][r], c["start"][r], c["end"][r],
                                linked[rel], ents, names, self.link_array),
-            attribute_sentences(c["predicate"][a], h[attr], c["subject"][a], self._value_texts(a, h[attr] >> np.uint64(5)),
+            attribute_sentences(c["predicate"][a], h[attr], c["subject"][a],
+                                self._value_texts(a, h[attr] >> np.uint64(5), values=_picked(values, attr)),
                                 ents, names),
         ]  # fmt: skip
         return in_order(texts, [rel, attr], len(pos))
 
-    def _value_texts(self, at: np.ndarray, variant: np.ndarray, *, infobox: bool = False) -> pa.Array:
+    def _value_texts(self, at: np.ndarray, variant: np.ndarray, *, infobox: bool = False,
+                     values: list | None = None) -> pa.Array:  # fmt: skip
         """``fmt(p, v, variant, infobox=infobox)`` of the attribute facts at positions ``at``
-        (``variant``: their hashes shifted, uint64): texts as they are, dates in Arrow,
-        numbers by :meth:`fmt`; null where a value is missing (the fact is then written by
-        :meth:`sentence`)."""
+        (``variant``: their hashes shifted, uint64; ``v`` their value, or ``values[i]`` where
+        that is not None): texts as they are, dates in Arrow, numbers by :meth:`fmt`; null
+        where a value is missing (the fact is then written by :meth:`sentence`), or is
+        given for a text attribute or as a day outside years 1 to 9999."""
         c, kind = self.cols, VALUE_KIND[self.cols["predicate"][at]]
+        given = np.zeros(len(at), bool) if values is None else np.array([v is not None for v in values], bool)
         texts, where = [], []
         text = np.flatnonzero(kind == TEXT)
         if len(text):
             rows = at[text]
             # (a text attribute's value is its text: a number or a date there is not written here)
             other = (c["v_date"][rows] != NA_DATE) | ~np.isnan(c["v_float"][rows]) | (c["v_int"][rows] != NA_INT)
+            other |= given[text]
             texts.append(pc.if_else(pa.array(other), pa.scalar(None, pa.string()), self.v_text.take(pa.array(rows))))
             where.append(text)
         date = np.flatnonzero(kind == DATE)
         if len(date):
-            days = c["v_date"][at[date]]
+            days = c["v_date"][at[date]].astype(np.int64)
+            for i in np.flatnonzero(given[date]).tolist():
+                days[i] = values[date[i]]
+            bad = (days == NA_DATE) | (days < _FIRST_DAY) | (days > _LAST_DAY)
             ways = (variant[date] % np.uint64(DATE_FORMATS)).astype(np.int64)
-            texts.append(pc.if_else(pa.array(days == NA_DATE), pa.scalar(None, pa.string()), date_texts(days, ways)))
+            texts.append(pc.if_else(pa.array(bad), pa.scalar(None, pa.string()),
+                                    date_texts(np.where(bad, NA_DATE, days), ways)))  # fmt: skip
             where.append(date)
         number = np.flatnonzero(kind == OTHER)
         if len(number):
             pred, value, fmt = self.pred, self.value, self.fmt
-            texts.append(pa.array([None if value[r] is None else fmt(PREDICATES[pred[r]], value[r], v, infobox=infobox)
-                                   for r, v in zip(at[number].tolist(), variant[number].tolist())], pa.string()))  # fmt: skip
+            vs = [value[r] for r in at[number].tolist()]
+            for i in np.flatnonzero(given[number]).tolist():
+                vs[i] = values[number[i]]
+            texts.append(pa.array([None if v is None else fmt(PREDICATES[pred[r]], v, w, infobox=infobox)
+                                   for r, v, w in zip(at[number].tolist(), vs, variant[number].tolist())], pa.string()))  # fmt: skip
             where.append(number)
         return in_order(texts, where, len(at))
+
+
+def _picked(values: list | None, at: np.ndarray) -> list | None:
+    return None if values is None else [values[i] for i in at.tolist()]
