@@ -9,9 +9,19 @@ import pytest
 
 import fictionworld as fw
 from fictionworld.dates import NA_DATE, from_days
+from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS
 from fictionworld.surface import format_date
-from fictionworld.web.render import _ARTICLE_PRED, Renderer
+from fictionworld.web.articles import ENCYCLOPEDIA, SECTION_ORDER
+from fictionworld.web.pages import PageRows
+from fictionworld.web.phrasing import INCOMING, LABELS, SECTION, TYPE_LABEL
+from fictionworld.web.render import Renderer
 from fictionworld.web.sentences import _a_or_an, _upper_first, date_texts
+from fictionworld.web.text import a_or_an
+
+# Per predicate code, for articles: (name, section of a relation or None, infobox labels).
+_ARTICLE_PRED = [(p, SECTION[p] if p in RELATIONS else None, LABELS.get(p, ())) for p in PREDICATES]
+# Per type: the incoming relations its articles state, as (predicate code, section), in INCOMING's order.
+_INCOMING_OF = {t: [(PREDICATES.index(p), sec) for p, (ot, sec) in INCOMING.items() if ot == t] for t in ENTITY_TYPES}
 
 
 def _one_at_a_time(r: Renderer, i: int) -> str | None:
@@ -25,6 +35,73 @@ def _one_at_a_time(r: Renderer, i: int) -> str | None:
     if (hr >> 20) & 1:
         return f"- **{labels[(hr >> 21) % len(labels)]}:** {r.fmt(p, r.value[i], hr >> 24, infobox=True)}"
     return r.sentence(i)
+
+
+def _articles_one_at_a_time(r: Renderer, entities: range) -> None:
+    """The articles of a block written a fact at a time, as the renderer wrote them before
+    ``fictionworld.web.articles`` put them together in Arrow: the reference it is held to."""
+    said = r.article_texts()
+    for e in entities:
+        t, rows = r.types[e], r.by_subject[e]
+        name, label = r.names[e], TYPE_LABEL[t]
+        lead = f"**{name}** is {a_or_an(label)} {label}."
+        if r.aliases[e]:
+            lead += f" Also known as: {', '.join(r.aliases[e])}."
+        infobox: list[str] = []
+        sections: dict[str, list[str]] = {}
+        for i in rows:
+            p, section, labels = _ARTICLE_PRED[r.pred[i]]
+            text = said[i]
+            if section is None:
+                if (r.h[i] >> 20) & 1:
+                    infobox.append(text or f"- **{labels[(r.h[i] >> 21) % len(labels)]}:** {r.fmt(p, r.value[i], r.h[i] >> 24, infobox=True)}")  # fmt: skip
+                    continue
+                section, text = "Overview", text or r.sentence(i)
+            sections.setdefault(section, []).append(text)
+        facts, mentioned = [r.fid[i] for i in rows], [e]
+        for code, section in _INCOMING_OF[t]:
+            for i in r.incoming.get(e, ()):
+                if r.pred[i] == code:
+                    sections.setdefault(section, []).append(said[i])
+                    facts.append(r.fid[i])
+                    mentioned.append(r.subj[i])
+        parts = [lead, *(["\n".join(infobox)] if infobox else [])]
+        parts += [f"## {sec}\n\n" + " ".join(sections[sec]) for sec in sorted(sections, key=SECTION_ORDER.index)]
+        r.out.add(url=r.article_url[e], site=ENCYCLOPEDIA[0], title=name, kind="article",
+                  published=r.present - r.he[e] % 1500, text="\n\n".join(parts), entity=e,
+                  entity_rows=mentioned + [r.obj[i] for i in rows if r.obj[i] >= 0], facts=facts)  # fmt: skip
+
+
+@pytest.mark.parametrize(("seed", "outside_ascii"), [(1, False), (7, False), (5, True)])
+def test_the_articles_are_the_ones_written_a_fact_at_a_time(seed, outside_ascii):
+    """Every article of every block, put together in Arrow, is the article written a fact at
+    a time: lead and aliases, infobox, sections and their order, facts and mentions."""
+    world = fw.generate(seed=seed, entities=3_000)
+    if outside_ascii:  # first letters Arrow leaves to ``sentence``
+        names = world.entities.name.copy()
+        for i in range(0, len(names), 4):
+            names[i] = "ß" + names[i]
+        world.entities.name[:] = names
+        aliases = world.entities.aliases  # and several aliases (generated entities have one at most)
+        for i in range(1, len(aliases), 3):
+            aliases[i] = (*aliases[i], f"{names[i]} Jr", "Ōda")
+    r = Renderer.of_world(world)
+    pages = 0
+    for b in range(r.entity_blocks):
+        rows = range(b * r.block, min(r.n_entities, (b + 1) * r.block))
+        r._gather(b, rows)
+        r.out = PageRows()
+        r.articles(rows)
+        made = r.out.batch()
+        r.out = PageRows()
+        _articles_one_at_a_time(r, rows)
+        want = r.out.batch()
+        for name in want.schema.names:
+            assert made.column(name).equals(want.column(name)), (b, name)
+        pages += made.num_rows
+    assert pages == len(world.entities)
+    aliased = pa.concat_arrays([r.store.entities.column("aliases").combine_chunks()])
+    assert pa.compute.sum(pa.compute.list_value_length(aliased)).as_py() > 100  # leads with aliases were checked
 
 
 @pytest.mark.parametrize("seed", [1, 7])

@@ -162,6 +162,14 @@ class PageRows:
 
     def __init__(self) -> None:
         self.cols: dict[str, list] = {name: [] for name in PAGE_COLUMNS}
+        self.head: list[pa.RecordBatch] = []  # pages made whole (:meth:`add_batch`), before the rows added
+
+    def add_batch(self, batch: pa.RecordBatch) -> None:
+        """Pages made whole, in ``PAGE_SCHEMA`` with their lists already sorted sets; they come
+        before every page :meth:`add` adds, which must have added none yet."""
+        if self.cols["url"]:
+            raise RuntimeError("pages made whole come before the pages added one at a time")
+        self.head.append(batch)
 
     def add(self, *, url, site, title, kind, published, text, entity=-1, entity_rows=(), facts=(), layer="", u=0.0,
             contradicts=()):  # fmt: skip
@@ -181,11 +189,16 @@ class PageRows:
 
     def batch(self) -> pa.RecordBatch:
         sets = ("entity_rows", "fact_ids", "contradicts")
-        return pa.record_batch(
+        rows = pa.record_batch(
             [sorted_sets(v, PAGE_SCHEMA.field(k).type) if k in sets else pa.array(v, type=PAGE_SCHEMA.field(k).type)
              for k, v in self.cols.items()],
             schema=PAGE_SCHEMA,
         )  # fmt: skip
+        if not self.head:
+            return rows
+        parts = [*self.head, rows]
+        return pa.record_batch([pa.concat_arrays([b.column(i) for b in parts]) for i in range(len(PAGE_COLUMNS))],
+                               schema=PAGE_SCHEMA)  # fmt: skip
 
 
 def sorted_sets(lists: list, type_: pa.ListType) -> pa.ListArray:
@@ -194,7 +207,13 @@ def sorted_sets(lists: list, type_: pa.ListType) -> pa.ListArray:
     n = len(lists)
     lengths = np.fromiter(map(len, lists), np.int64, n)
     values = np.fromiter(chain.from_iterable(lists), np.int64, int(lengths.sum()))
-    owner = np.repeat(np.arange(n), lengths)
+    return sets_of(np.repeat(np.arange(n), lengths), values, n, type_)
+
+
+def sets_of(owner: np.ndarray, values: np.ndarray, n: int, type_: pa.ListType) -> pa.ListArray:
+    """The sorted distinct ``values`` of each of ``n`` lists, ``owner`` saying whose each value
+    is (in any order), as one Arrow list array."""
+    owner, values = np.asarray(owner, np.int64), np.asarray(values, np.int64)
     order = np.lexsort((values, owner))
     values, owner = values[order], owner[order]
     keep = np.ones(len(values), bool)

@@ -20,25 +20,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fictionworld.dates import NA_DATE, years_of
-from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS, DType
+from fictionworld.schema import PREDICATES, RELATIONS, DType
 from fictionworld.seeding import hash_text, mix64, mix64_int
 from fictionworld.surface import format_date, format_float, format_int, format_money
 from fictionworld.tables import NA_INT, TYPE_NAMES
+from fictionworld.web.articles import ENCYCLOPEDIA, ArticlePages
 from fictionworld.web.news import NewsPages
 from fictionworld.web.pages import PAGE_SCHEMA, PageRows, PageTable
 from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
-    INCOMING,
-    LABELS,
     RELATION_SENTENCES,
     RELATION_SENTENCES_ENDED,
     RELATION_SENTENCES_UNDATED,
-    SECTION,
-    TYPE_LABEL,
 )
 from fictionworld.web.sentences import BlockTexts
-from fictionworld.web.store import ENCYCLOPEDIA_BASE, RenderStore, write_store
+from fictionworld.web.store import RenderStore, write_store
 from fictionworld.web.text import DTYPE, a_or_an, article_slug, date_of, plain_text, slug
 from fictionworld.web.urls import unique_urls, with_urls
 
@@ -54,29 +51,11 @@ __all__ = [
 ]
 
 RENDERER = "template-v1"
-ENCYCLOPEDIA = ("Fictopedia", ENCYCLOPEDIA_BASE)
 DIRECTORY = ("Open Registry", "https://www.openregistry.info/list/")
 
 _COUNT_LIKE = {"population", "employees", "students", "attendance", "stadium_capacity"}
 _MONEY = {"revenue_usd", "box_office_usd"}
 _INFOBOX_UNIT = {"area_km2": " km²", "elevation_m": " m", "height_cm": " cm", "runtime_min": " min"}
-_SECTION_ORDER = (
-    "Overview",
-    "Location",
-    "Life",
-    "Family",
-    "Career",
-    "Works",
-    "Production",
-    "History",
-    "Awards",
-    "Leadership",
-    "Authors",
-    "Cast",
-    "Participants",
-    "Players",
-    "Recipients",
-)
 
 
 def _positional(template: str, fields: tuple[str, ...]) -> Callable[..., str]:
@@ -111,11 +90,6 @@ _PRED_TABLE = [
 ]
 
 
-# Per predicate code, for articles: (name, section of a relation or None, infobox labels).
-_ARTICLE_PRED = [(p, SECTION[p] if p in RELATIONS else None, LABELS.get(p, ())) for p in PREDICATES]
-_SECTION_RANK = {name: i for i, name in enumerate(_SECTION_ORDER)}
-# Per type: the incoming relations its articles state, as (predicate code, section), in INCOMING's order.
-_INCOMING_OF = {t: [(PREDICATES.index(p), sec) for p, (ot, sec) in INCOMING.items() if ot == t] for t in ENTITY_TYPES}
 # Per predicate: how its values are written ("date", "money", "cents", "int", "float" or "text"),
 # how many integer formats it may take, and the infobox's unit.
 _FORMAT = {
@@ -130,7 +104,7 @@ _FORMAT = {
 }  # fmt: skip
 
 
-class Renderer(BlockTexts, NewsPages, PerturbationPages):
+class Renderer(ArticlePages, BlockTexts, NewsPages, PerturbationPages):
     """Renders a world's pages block by block. Pages come in a fixed order: entity blocks of
     ``spec.web.block`` entities (each: articles, organisation sites, news, perturbation pages
     of its entities), then the directory blocks; every block depends only on the world, so any
@@ -316,66 +290,6 @@ class Renderer(BlockTexts, NewsPages, PerturbationPages):
     # -- urls ----------------------------------------------------------------------------
     def edited(self, key: int, span: int) -> int:
         return self.present - mix64_int(key, self.seed + span) % span
-
-    # -- authoritative pages -------------------------------------------------------------
-    def articles(self, entities: range) -> None:
-        names, types, by_subject, incoming = self.names, self.types, self.by_subject, self.incoming
-        pred, h, fid, obj, subj, value = self.pred, self.h, self.fid, self.obj, self.subj, self.value
-        sentence, fmt, add = self.sentence, self.fmt, self.out.add
-        said = self.article_texts()
-        for e in entities:
-            t = types[e]
-            rows = by_subject[e]
-            name, label = names[e], TYPE_LABEL[t]
-            lead = f"**{name}** is {a_or_an(label)} {label}."
-            if self.aliases[e]:
-                lead += f" Also known as: {', '.join(self.aliases[e])}."
-            infobox: list[str] = []
-            sections: dict[str, list[str]] = {}
-            for r in rows:
-                p, section, labels = _ARTICLE_PRED[pred[r]]
-                text = said[r]
-                if section is None:
-                    hr = h[r]
-                    if (hr >> 20) & 1:
-                        if text is None:
-                            text = f"- **{labels[(hr >> 21) % len(labels)]}:** {fmt(p, value[r], hr >> 24, infobox=True)}"  # fmt: skip
-                        infobox.append(text)
-                        continue
-                    section = "Overview"
-                    if text is None:
-                        text = sentence(r)
-                if section in sections:
-                    sections[section].append(text)
-                else:
-                    sections[section] = [text]
-            facts = [fid[r] for r in rows]
-            mentioned = [e]
-            inc = incoming.get(e) if _INCOMING_OF[t] else None
-            if inc:
-                for code, section in _INCOMING_OF[t]:
-                    for r in inc:
-                        if pred[r] == code:
-                            sections.setdefault(section, []).append(said[r])
-                            facts.append(fid[r])
-                            mentioned.append(subj[r])
-            parts = [lead]
-            if infobox:
-                parts.append("\n".join(infobox))
-            for section in sorted(sections, key=_SECTION_RANK.__getitem__):
-                parts.append(f"## {section}\n\n" + " ".join(sections[section]))
-            mentioned += [obj[r] for r in rows if obj[r] >= 0]
-            add(
-                url=self.article_url[e],
-                site=ENCYCLOPEDIA[0],
-                title=name,
-                kind="article",
-                published=self.present - self.he[e] % 1500,
-                text="\n\n".join(parts),
-                entity=e,
-                entity_rows=mentioned,
-                facts=facts,
-            )
 
     # -- directories ---------------------------------------------------------------------
     def lists(self, groups) -> None:

@@ -290,6 +290,10 @@ class BlockTexts:
         with its subject plain, an incoming one with it linked) and of the own attributes not in
         the infobox, and the infobox lines of the others; None where the article writes it
         itself (see the module's note)."""
+        return self.article_text_array().to_pylist()
+
+    def article_text_array(self) -> pa.Array:
+        """:meth:`article_texts` as an Arrow array (nulls for None)."""
         k, h = self.own, self.h64
         kind = VALUE_KIND[self.cols["predicate"]]
         attr = np.flatnonzero(kind[:k] >= 0)
@@ -303,7 +307,7 @@ class BlockTexts:
             infobox_lines(self.cols["predicate"][boxes], h[boxes],
                           self._value_texts(boxes, h[boxes] >> np.uint64(24), infobox=True)),
         ]  # fmt: skip
-        return in_order(texts, [at, boxes], len(kind)).to_pylist()
+        return in_order(texts, [at, boxes], len(kind))
 
     def said_at(self, at: list[int], salt: list[int], linked: list[bool], values: list | None = None) -> list[str]:
         """``sentence(at[i], salt=salt[i], subject_plain=not linked[i], value=values[i])`` for
