@@ -12,7 +12,7 @@ from fictionworld.dates import NA_DATE, from_days
 from fictionworld.schema import ENTITY_TYPES, PREDICATES, RELATIONS
 from fictionworld.surface import format_date
 from fictionworld.web.articles import ENCYCLOPEDIA, SECTION_ORDER
-from fictionworld.web.pages import PageRows
+from fictionworld.web.page_rows import PageRows
 from fictionworld.web.phrasing import INCOMING, LABELS, SECTION, TYPE_LABEL
 from fictionworld.web.render import Renderer
 from fictionworld.web.sentences import _a_or_an, _upper_first, date_texts

@@ -136,7 +136,7 @@ def test_plain_text_keeps_link_text_and_drops_targets_and_emphasis(markdown, pla
 def test_sorted_sets_are_sorted_set_of_each_list(lists):
     import pyarrow as pa
 
-    from fictionworld.web.pages import sorted_sets
+    from fictionworld.web.page_rows import sorted_sets
 
     got = sorted_sets(lists, pa.list_(pa.int64()))
     assert got.to_pylist() == [sorted(set(x)) for x in lists]

@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 from fictionworld.schema import PREDICATES, RELATIONS
 from fictionworld.seeding import mix64
 from fictionworld.tables import TYPE_NAMES
-from fictionworld.web.pages import PAGE_SCHEMA, sets_of
+from fictionworld.web.page_rows import sets_of
+from fictionworld.web.pages import PAGE_SCHEMA
 from fictionworld.web.phrasing import INCOMING, LABELS, SECTION, TYPE_LABEL
 from fictionworld.web.store import ENCYCLOPEDIA_BASE
 from fictionworld.web.text import a_or_an

@@ -26,7 +26,8 @@ from fictionworld.surface import format_date, format_float, format_int, format_m
 from fictionworld.tables import NA_INT, TYPE_NAMES
 from fictionworld.web.articles import ENCYCLOPEDIA, ArticlePages
 from fictionworld.web.news import NewsPages
-from fictionworld.web.pages import PAGE_SCHEMA, PageRows, PageTable
+from fictionworld.web.page_rows import PageRows
+from fictionworld.web.pages import PAGE_SCHEMA, PageTable
 from fictionworld.web.perturb import PerturbationPages
 from fictionworld.web.phrasing import (
     ATTRIBUTE_SENTENCES,
