@@ -1,7 +1,7 @@
 """An entity block's encyclopedia articles, put together in Arrow.
 
 An article is its entity's lead ("**name** is a label.", and its aliases), its infobox (one line
-per attribute fact whose hash puts it there) and its sections in ``_SECTION_ORDER``: each the
+per attribute fact whose hash puts it there) and its sections in ``SECTION_ORDER``: each the
 sentences of its facts, the entity's own in fact order, then the facts pointing at it
 (``INCOMING``, in that table's order, then in fact order). The sentences and infobox lines come
 from :meth:`~fictionworld.web.sentences.BlockTexts.article_text_array`, the few it leaves from
@@ -89,6 +89,8 @@ class ArticlePages:
     """Mixin of the template renderer: the articles of an entity block."""
 
     def articles(self, entities: range) -> None:
+        """The articles of the block's entities ``entities``, one record batch: the first of the
+        block's pages (see the module's note)."""
         c, k, n_e = self.cols, self.own, len(entities)
         block = self.store.entities.slice(entities.start, n_e)
         types = block.column("type").to_numpy().astype(np.int64)

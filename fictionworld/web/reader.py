@@ -79,7 +79,7 @@ __all__ = [
     "DIRECTORY_PREFIX",
 ]
 
-# The renderer's constants (render.ENCYCLOPEDIA / DIRECTORY), kept here so that reading a page
+# The renderer's constants (articles.ENCYCLOPEDIA, render.DIRECTORY), kept here so that reading a page
 # does not import the renderer.
 ARTICLE_PREFIX = "https://en.fictopedia.org/wiki/"
 DIRECTORY_PREFIX = "https://www.openregistry.info/list/"
