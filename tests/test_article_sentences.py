@@ -269,3 +269,20 @@ def test_perturbation_pages_are_the_ones_written_a_sentence_at_a_time(monkeypatc
         assert batch.equals(r.render_block(b)), b
     layers = pa.concat_arrays([m.column("layer") for m in made]).to_pylist()
     assert layers.count("conflict") > 100 and layers.count("confusable") > 100
+
+
+def test_perturbation_pages_that_state_no_fact_are_written_too():
+    """A block whose pool entities state no fact on their perturbation pages (no conflicting
+    page, profiles of a name and a type only) still gets those pages as text."""
+    r = Renderer.of_world(fw.generate(seed=2, entities=600), pool=1.0)
+    rows = range(0, min(r.n_entities, r.block))
+    r._gather(0, rows)
+    for e in rows:
+        r.by_subject[e] = []
+    r.out = PageRows()
+    r.perturbations(rows)
+    texts, layers = r.out.cols["text"], r.out.cols["layer"]
+    assert texts and all(type(t) is str for t in texts)
+    profiles = [t for t, layer in zip(texts, layers) if layer == "confusable"]
+    assert profiles and all(t.startswith("**") and t.endswith(". ") for t in profiles)
+    assert "conflict" not in layers

@@ -48,9 +48,7 @@ class PerturbationPages:
             self._conflict(e, r)
             self._distractor(e, r)
             self._confusable(e, r, real)
-        if not self._asked:
-            return
-        at, salt, value, swaps = zip(*self._asked)
+        at, salt, value, swaps = zip(*self._asked) if self._asked else ((), (), (), ())
         said = self.said_at(list(at), list(salt), [False] * len(at), list(value))
         for i, swap in enumerate(swaps):
             if swap is not None:
