@@ -9,7 +9,8 @@ type's facts. The text is the one ``sentence`` writes, character for character; 
 could differ from Python (a value missing, a first letter outside ASCII, which ``str.upper``
 and ``str.lower`` may map to two letters), the text is null and the renderer writes that fact
 with ``sentence``, which stays the reference (``tests/test_article_sentences.py`` compares
-the two over whole worlds) and writes the other pages' sentences (other salts, changed values).
+the two over whole worlds). The other pages' sentences (other salts, a linked subject, the
+perturbation pages' wrong values) are made the same way by :meth:`BlockTexts.said_at`.
 """
 
 from __future__ import annotations
