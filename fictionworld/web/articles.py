@@ -57,9 +57,9 @@ _OWN_RANK = np.array([_RANK[SECTION[p]] if p in RELATIONS else -1 for p in PREDI
 _IN_ORDER = np.full((len(TYPE_NAMES), len(PREDICATES)), -1, np.int64)
 _IN_RANK = np.full((len(TYPE_NAMES), len(PREDICATES)), -1, np.int64)
 for _t, _name in enumerate(TYPE_NAMES):
-    for _j, (_p, (_ot, _sec)) in enumerate((p, v) for p, v in INCOMING.items() if v[0] == _name):
-        _IN_ORDER[_t, PREDICATES.index(_p)] = _j
-        _IN_RANK[_t, PREDICATES.index(_p)] = _RANK[_sec]
+    _theirs = [(PREDICATES.index(p), sec) for p, (t, sec) in INCOMING.items() if t == _name]
+    for _j, (_code, _sec) in enumerate(_theirs):
+        _IN_ORDER[_t, _code], _IN_RANK[_t, _code] = _j, _RANK[_sec]
 
 
 @functools.cache
@@ -103,7 +103,7 @@ class ArticlePages:
         rank = np.where(own, np.where(_OWN_RANK[pred] < 0, _OVERVIEW, _OWN_RANK[pred]), _IN_RANK[types[owner], pred])
         rank[box] = -1
         stated = rank >= 0  # (an incoming fact of a relation the article does not state: -1)
-        said = self._filled(self.article_text_array(), np.flatnonzero(stated | box))
+        said = self._filled(self.article_text_array(), stated, box)
 
         # sections: (entity, section) groups of stated facts, own facts first, then incoming ones
         at = np.flatnonzero(stated)
@@ -135,9 +135,10 @@ class ArticlePages:
         # what each article states and mentions: its facts; itself, the subjects of the facts
         # pointing at it that it states, and the objects of its own relations
         cited = np.flatnonzero(own | stated)
-        mention = np.concatenate([np.arange(n_e), owner[at[~own[at]]], owner[:k][c["object"][:k] >= 0]])
-        mentioned = np.concatenate([np.arange(entities.start, entities.stop), c["subject"][at[~own[at]]],
-                                    c["object"][:k][c["object"][:k] >= 0]])  # fmt: skip
+        incoming = at[~own[at]]  # (stated)
+        objects = np.flatnonzero(c["object"][:k] >= 0)  # (own relations)
+        mention = np.concatenate([np.arange(n_e), owner[incoming], owner[objects]])
+        mentioned = np.concatenate([np.arange(entities.start, entities.stop), c["subject"][incoming], c["object"][objects]])  # fmt: skip
         published = self.present - (mix64(np.arange(entities.start, entities.stop), self.seed + 1) % np.uint64(1500)).astype(np.int64)  # fmt: skip
         columns = {
             "url": block.column("url").combine_chunks(),
@@ -157,16 +158,16 @@ class ArticlePages:
         }
         self.out.add_batch(pa.record_batch([columns[f] for f in PAGE_SCHEMA.names], schema=PAGE_SCHEMA))
 
-    def _filled(self, said: pa.Array, needed: np.ndarray) -> pa.Array:
-        """``said`` with the texts it left null at positions ``needed`` written by the renderer:
-        an infobox line, or ``sentence`` (see :mod:`~fictionworld.web.sentences`)."""
-        missing = np.flatnonzero(said.is_null().to_numpy(zero_copy_only=False))
-        missing = missing[np.isin(missing, needed)]
+    def _filled(self, said: pa.Array, stated: np.ndarray, box: np.ndarray) -> pa.Array:
+        """``said`` with the texts it left null where an article needs one written by the
+        renderer: an infobox line (``box``), or ``sentence`` (``stated``; see
+        :mod:`~fictionworld.web.sentences`)."""
+        missing = np.flatnonzero(said.is_null().to_numpy(zero_copy_only=False) & (stated | box))
         if not len(missing):
             return said
         fill = []
         for r in missing.tolist():
-            if r < self.own and PREDICATES[self.pred[r]] not in RELATIONS and (self.h[r] >> 20) & 1:
+            if box[r]:
                 p, hr = PREDICATES[self.pred[r]], self.h[r]
                 labels = LABELS[p]
                 fill.append(f"- **{labels[(hr >> 21) % len(labels)]}:** {self.fmt(p, self.value[r], hr >> 24, infobox=True)}")  # fmt: skip
