@@ -71,9 +71,9 @@ def _export(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fract
     except (WorldFormatError, FileNotFoundError, NotADirectoryError) as exc:
         fail(f"--world {world}: {exc}")
     if target == "verl":
-        from fictionworld.integrations.verl import export_verl as exporter
+        from fictionworld.integrations.verl_export import export_verl as exporter
     elif target == "skyrl":
-        from fictionworld.integrations.skyrl import export_skyrl as exporter
+        from fictionworld.integrations.skyrl_export import export_skyrl as exporter
     else:
         from fictionworld.integrations.trl import export_trl as exporter
     try:
