@@ -1,6 +1,7 @@
 """A trainer's folder is exported without the trainer installed: data is often prepared on a
 machine that will never train (verl alone takes seconds to import and needs torch). The
-exports run in a subprocess where importing any trainer package fails."""
+exports run in a subprocess where importing any trainer package, or what only the trainers
+bring (omegaconf, hydra), fails."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import fictionworld as fw
 from fictionworld.tasks.model import write_tasks
 
-BLOCKED = ("verl", "skyrl_gym", "skyrl", "trl", "verifiers", "torch", "transformers", "vllm")
+BLOCKED = ("verl", "skyrl_gym", "skyrl", "trl", "verifiers", "torch", "transformers", "vllm", "omegaconf", "hydra")
 
 # A meta-path finder that refuses the trainer packages, then the CLI's exports.
 _RUN = textwrap.dedent(

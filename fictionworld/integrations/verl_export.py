@@ -116,9 +116,11 @@ def export_verl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int =
 
 
 def _yaml(obj) -> str:
-    from omegaconf import OmegaConf
+    """``obj`` as YAML, written as ``OmegaConf.to_yaml`` writes it (the same bytes for every
+    tool set) with PyYAML: omegaconf comes with verl, not with fictionworld."""
+    import yaml
 
-    return OmegaConf.to_yaml(OmegaConf.create(obj))
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
 def _overrides(*, model_path, max_prompt_length, max_response_length, max_tool_response_length, max_parallel_calls,
