@@ -9,6 +9,8 @@ quantities that must add up, role consistency) and the naming rules (gazetteer, 
 
 from __future__ import annotations
 
+import functools
+
 from fictionworld.check.base import _Checker
 from fictionworld.check.names import check_names, check_unique_values
 from fictionworld.check.semantics import (
@@ -51,14 +53,23 @@ def check_world(world, *, limit_per_kind: int = 200) -> list[Violation]:
 def _give_back_freed_memory() -> None:
     """Return the heap pages the last check freed to the system (glibc keeps freed blocks
     under 32 MB in the process), so that the next check's peak does not stack on them."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None (not Linux, or not glibc: musl has none)."""
     import ctypes
     import sys
 
     if sys.platform.startswith("linux"):
         try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc (musl): nothing to trim
+            return ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
             pass
+    return None
 
 
 CHECKS = (

@@ -165,6 +165,8 @@ def check_duplicate_facts(c: _Checker) -> None:
     # equal rows have equal mixes, so only equal mixes need comparing
     found: list[tuple[int, int]] = []
     for rows in c._by_pred:
+        if len(rows) < 2:  # (a streamed unit holds one predicate group: the rest are empty)
+            continue
         h = np.zeros(len(rows), np.uint64)
         for k, col in enumerate((c.s, c.p, c.o, f.v_int, f.v_date, f.start, f.end, f.v_float.view(np.int64))):
             h = mix64(h ^ col[rows].astype(np.int64).view(np.uint64), k)
