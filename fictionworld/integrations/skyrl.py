@@ -126,8 +126,6 @@ def register_env(env_id: str = ENV_ID) -> None:
 
 
 # -- SkyRL's entrypoint -------------------------------------------------------------------------
-
-
 def run(cfg) -> None:
     """What SkyRL's Ray task runs: the env registered, then ``BasePPOExp(cfg).run()``."""
     from skyrl.train.entrypoints.main_base import BasePPOExp

@@ -61,6 +61,7 @@ __all__ = ["FictionWorldTool", "FictionWorldAgentLoop", "compute_score", "export
 _EPISODES: weakref.WeakKeyDictionary[AgentData, Episode] = weakref.WeakKeyDictionary()
 
 
+# -- tools ------------------------------------------------------------------------------------
 def _episode(agent_data, create_kwargs: Mapping) -> Episode:
     """The trajectory's episode, made from its row's ``create_kwargs`` on its first call."""
     episode = _EPISODES.get(agent_data)
