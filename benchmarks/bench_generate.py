@@ -230,6 +230,16 @@ def full(args) -> None:
         print(json.dumps(rows, indent=2))
 
 
+def _after_hash(t: dict) -> str:
+    """What the graph stage did after the hash: the lexicon's first part (when it wrote it) and
+    the wait for the store's fact half."""
+    wait = t.get("beside_wait_s", 0)
+    if "lexicon_s" not in t:
+        return f"the store {wait:.1f} s more"
+    return (f"the lexicon {t['lexicon_s']:.1f} s ({t['lexicon_cpu_s']:.1f} CPU s) beside the store, "
+            f"which took {max(wait - t['lexicon_s'], 0):.1f} s more")  # fmt: skip
+
+
 def _print_full(r: dict, w: int) -> None:
     t = r["times"]
     print(f"\n== full build{'' if r['validate'] else ' WITHOUT validation'}, {r['entities']:,} entities, {r['facts']:,} facts, {r['pages']:,} pages, "
@@ -239,7 +249,7 @@ def _print_full(r: dict, w: int) -> None:
     )
     print(f"  graph (generate to spools, write the graph, hash it; the render store written beside both) {t['graph_s']:.1f} s "
           f"({r['entities'] / t['graph_s']:,.0f} entities/s; generate {t.get('generate_s', 0):.1f} s, "
-          f"write {t.get('write_s', 0):.1f} s, hash {t.get('hash_s', 0):.1f} s, then the store {t.get('beside_wait_s', 0):.1f} s more; "
+          f"write {t.get('write_s', 0):.1f} s, hash {t.get('hash_s', 0):.1f} s, then {_after_hash(t)}; "
           f"peak RSS of its driver {t.get('graph_peak_rss', 0) / 2**30:.2f} GiB)")  # fmt: skip
     print(
         f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)"

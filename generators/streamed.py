@@ -129,8 +129,10 @@ def write_graph_files(
     that reads the files written so far: it is called with ``"entities"`` as soon as
     ``entities.parquet`` is whole (the facts are still being written), and with ``"facts"``
     once ``facts.parquet`` is too and the manifest has its counts (not the hash yet: that
-    work runs beside the hash). What each call returns is called (to wait for that work)
-    before the directory takes its name. Returns seconds per step."""
+    work runs beside the hash), and with ``"hashed"`` once the hash is taken, before the wait
+    for the work started beside it (this process would only wait: the call may work here). What
+    each call returns is called (to wait for that work) before the directory takes its name.
+    Returns seconds per step."""
     graph = Path(graph)
     spool, tmp = graph.with_name(graph.name + SPOOL_SUFFIX), graph.with_name(graph.name + ".writing")
     for d in (spool, tmp, graph):
@@ -186,6 +188,7 @@ def _hash(directory: Path, manifest: dict, start: Callable[[str], None], waits: 
     start("facts")
     world_hash = stream_world_hash(directory)
     out = {"hash_s": time.perf_counter()}
+    start("hashed")
     for wait in waits:
         wait()
     write_manifest(directory, **manifest, world_hash=world_hash, files=file_digests(directory))

@@ -253,9 +253,12 @@ def test_shard_pages_stream_into_batches_of_one_size_with_renamed_urls(tmp_path,
 @pytest.mark.parametrize("workers", [1, 2])
 def test_make_graph_writes_the_graph_and_store_that_the_world_in_memory_gives(tmp_path, workers):
     """With two workers the store's entity half runs beside the rest of the graph's write and
-    its fact half beside the hash; with one, both after the write, in turn. The same files."""
+    its fact half beside the hash, and the lexicon's first part is written after the hash,
+    beside the fact half; with one, the store's halves run after the write, in turn, and the
+    lexicon is left to the build's first tasks. The same files as the world in memory gives."""
     from fictionworld.storage import save_world
-    from fictionworld.web.shard_tasks import make_graph
+    from fictionworld.web import shard_tasks
+    from fictionworld.web.shard_tasks import build_lexicon, make_graph, seal_file, sealed_intact
     from fictionworld.web.store import write_store
     from generators import generate_world
 
@@ -263,10 +266,20 @@ def test_make_graph_writes_the_graph_and_store_that_the_world_in_memory_gives(tm
     world = generate_world(spec, 6)
     save_world(world, tmp_path / "a" / "graph", web=False)
     write_store(world, tmp_path / "a" / "store")
-    times = make_graph(spec.model_dump(mode="json"), 6, str(tmp_path / "b" / "graph"), str(tmp_path / "b" / "store"), ("local", workers))  # fmt: skip
+    shard_tasks._WORLDS.clear()
+    try:
+        build_lexicon(str(tmp_path / "a" / "graph"), str(tmp_path / "a" / "lexicon"))
+    finally:
+        shard_tasks._WORLDS.clear()
+    b = tmp_path / "b"
+    times = make_graph(spec.model_dump(mode="json"), 6, str(b / "graph"), str(b / "store"), ("local", workers), str(b / "lexicon"))  # fmt: skip
     assert times["write_s"] > 0 and times["hash_s"] > 0
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["graph", "store"]  # no store.tmp, no spool
-    for d in ("graph", "store"):
+    made = ["graph", "store"] + (["lexicon", seal_file(b / "lexicon").name] if workers > 1 else [])
+    assert sorted(p.name for p in b.iterdir()) == sorted(made)  # no store.tmp, no spool, no lexicon.tmp
+    assert ("lexicon_s" in times) == (workers > 1)
+    if workers > 1:
+        assert sealed_intact(b / "lexicon") is None
+    for d in made[:3]:
         names = sorted(p.name for p in (tmp_path / "a" / d).iterdir())
         assert names == sorted(p.name for p in (tmp_path / "b" / d).iterdir())
         for name in names:

@@ -188,8 +188,10 @@ def test_what_a_killed_run_left_behind_is_cleared_and_the_world_written_whole(tm
 def test_work_beside_starts_on_the_entities_before_any_fact_is_written(tmp_path, monkeypatch):
     """``beside(directory, "entities")`` comes once entities.parquet is whole and before any
     fact is written: the render store's entity half starts there (make_graph). ``"facts"``
-    comes once the facts and the manifest's counts are written; every wait is called before
-    the directory takes its name."""
+    comes once the facts and the manifest's counts are written, ``"hashed"`` once the hash is
+    taken (make_graph writes the lexicon there); every wait is called after the last of
+    them, before the directory takes its name."""
+    import fictionworld.streaming
     import json
 
     import pyarrow.parquet as pq
@@ -205,6 +207,10 @@ def test_work_beside_starts_on_the_entities_before_any_fact_is_written(tmp_path,
 
     monkeypatch.setattr(gs._Facts, "add", counted)
     seen: list[tuple] = []
+    stream_world_hash = fictionworld.streaming.stream_world_hash
+    monkeypatch.setattr(
+        fictionworld.streaming, "stream_world_hash", lambda d: seen.append(("hash",)) or stream_world_hash(d)
+    )
 
     def beside(directory, part):
         entities = pq.ParquetFile(directory / "entities.parquet").metadata.num_rows  # whole: its footer reads
@@ -219,4 +225,6 @@ def test_work_beside_starts_on_the_entities_before_any_fact_is_written(tmp_path,
     assert seen[0] == ("entities", len(world.entities), 0, None)
     assert seen[1][:3] == ("facts", len(world.entities), len(world.facts))
     assert seen[1][3]["facts"] == len(world.facts) == pq.ParquetFile(tmp_path / "b" / "facts.parquet").metadata.num_rows
-    assert seen[2:] == [("wait", "entities", True, False), ("wait", "facts", True, False)]
+    assert seen[2] == ("hash",)
+    assert seen[3] == ("hashed", len(world.entities), len(world.facts), seen[1][3])
+    assert seen[4:] == [("wait", p, True, False) for p in ("entities", "facts", "hashed")]

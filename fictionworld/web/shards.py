@@ -136,7 +136,9 @@ def build_world(
     else:
         say("generating the graph", 0, 1)
         where = ("ray",) if use_ray else ("local", workers)
-        times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store), where))
+        lexicon = build / "lexicon"  # (its first part, written by the graph stage where it has room)
+        lexicon = None if seal_file(lexicon).exists() or (build / PAGES_DONE).exists() else str(lexicon)
+        times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store), where, lexicon))
     world = None
     if plan is None:
         blocks = RenderStore.open(store).blocks
