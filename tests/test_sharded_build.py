@@ -30,6 +30,24 @@ def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_p
     assert any(got["results"])
 
 
+def _no_lexicon_task(*_):
+    raise AssertionError("a build task wrote the lexicon")
+
+
+def test_with_workers_beside_it_the_graph_stage_writes_the_lexicon(reference, tmp_path, monkeypatch):
+    """With two workers the graph's own process writes the lexicon's first part once the hash is
+    taken, where it would only wait for the render store's fact half: no build task writes it,
+    and it is the one-process build's lexicon, byte for byte."""
+    from fictionworld.web import shards
+
+    monkeypatch.setattr(shards, "build_lexicon", _no_lexicon_task)
+    summary = build_world(small_spec(), SEED, tmp_path / "w", workers=2, shards=2)
+    assert summary["times"]["lexicon_s"] > 0
+    got = fingerprint(tmp_path / "w")
+    assert got["lexicon"] == reference[1]["lexicon"] and got["hash"] == reference[1]["hash"]
+    assert got["results"] == reference[1]["results"]
+
+
 def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_path):
     from generators import generate_world
 
