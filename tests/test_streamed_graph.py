@@ -191,10 +191,11 @@ def test_work_beside_starts_on_the_entities_before_any_fact_is_written(tmp_path,
     comes once the facts and the manifest's counts are written, ``"hashed"`` once the hash is
     taken (make_graph writes the lexicon there); every wait is called after the last of
     them, before the directory takes its name."""
-    import fictionworld.streaming
     import json
 
     import pyarrow.parquet as pq
+
+    import fictionworld.streaming
 
     spec = blocked(6_000, 256)
     in_memory(spec, 7, tmp_path / "a")
