@@ -136,7 +136,7 @@ def build_world(
     else:
         say("generating the graph", 0, 1)
         where = ("ray",) if use_ray else ("local", workers)
-        lexicon = build / "lexicon"  # (its first part, written by the graph stage where it has room)
+        lexicon = build / "lexicon"  # (its first part: the graph stage writes it when workers run beside it)
         lexicon = None if seal_file(lexicon).exists() or (build / PAGES_DONE).exists() else str(lexicon)
         times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store), where, lexicon))
     world = None
@@ -215,7 +215,8 @@ def _drop_damaged(build: Path, counts: dict[int, int], indexed: set[int], say: P
 
 def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Progress, times: dict) -> dict:
     """Render every unfinished shard, index each as soon as the page ids before it are known,
-    and write the lexicon and check the graph alongside; starts the pool again if a local
+    and check the graph alongside (and write the lexicon's first part, where the graph stage
+    did not: :func:`~fictionworld.web.shard_tasks.make_graph`); starts the pool again if a local
     worker dies. With workers running beside the driver, the driver joins the pages
     (:func:`~fictionworld.web.join.join_pages`) as soon as every shard is rendered and the
     lexicon written, while the last shards are indexed."""
@@ -267,7 +268,7 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                     (build / "checks").mkdir()
                     checks = StreamedCheck(graph, build / "checks", CHECK_LIMIT)
                 first = checks.start() if checks is not None and checks.violations is None else []
-                side = [job for _, job in first[:1]]  # the first pass (or a unit) runs beside the lexicon
+                side = [job for _, job in first[:1]]  # the first pass (or a unit), after the lexicon if that is here
                 tags = [(job[0].__name__, -1) for job in jobs] + [("check", key) for key, _ in first[:1]]
                 pending: dict = dict(zip(runner.start(jobs + side), tags))
                 for s, blocks in enumerate(shards):
