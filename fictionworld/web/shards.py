@@ -136,8 +136,8 @@ def build_world(
     else:
         say("generating the graph", 0, 1)
         where = ("ray",) if use_ray else ("local", workers)
-        lexicon = build / "lexicon"  # (its first part: the graph stage writes it when workers run beside it)
-        lexicon = None if seal_file(lexicon).exists() or (build / PAGES_DONE).exists() else str(lexicon)
+        # (the lexicon's first part: the graph stage writes it when workers run beside it)
+        lexicon = None if _lexicon_done(build) else str(build / "lexicon")
         times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store), where, lexicon))
     world = None
     if plan is None:
@@ -353,6 +353,13 @@ def _remove_store(build: Path) -> None:
     shutil.rmtree(store, ignore_errors=True)
 
 
+def _lexicon_done(build: Path) -> bool:
+    """The lexicon's first part is written and sealed (its writer hashes it after the files are
+    in place: not before, or the join would finish it under the hashing), or, once the pages
+    are joined, it is finished."""
+    return seal_file(build / "lexicon").exists() or (build / PAGES_DONE).exists()
+
+
 class _PageJoin:
     """The page half of the join (:func:`~fictionworld.web.join.join_pages`), started by a
     driver thread as soon as every shard is rendered and the lexicon written, when the tasks
@@ -365,10 +372,7 @@ class _PageJoin:
         self.future = None
 
     def lexicon_done(self) -> bool:
-        """The lexicon's first part is written and sealed (its task hashes it after the files
-        are in place: not before, or the join would finish it under the hashing), or, once the
-        pages are joined, it is finished."""
-        return seal_file(self.build / "lexicon").exists() or (self.build / PAGES_DONE).exists()
+        return _lexicon_done(self.build)
 
     def start_when_ready(self, rendered: bool) -> None:
         if self.thread is not None and self.future is None and rendered and self.lexicon_done():
