@@ -22,7 +22,16 @@ from pathlib import Path
 from fictionworld.env.trainer import shared_world
 from fictionworld.integrations.trl import TOOLS, FictionWorldEnv, dataset_row
 
-__all__ = ["train_trl_demo", "sft_examples", "teach", "grpo_trainer", "reward_log", "plot_rewards", "REWARD_KEY"]
+__all__ = [
+    "train_trl_demo",
+    "demo_data",
+    "sft_examples",
+    "teach",
+    "grpo_trainer",
+    "reward_log",
+    "plot_rewards",
+    "REWARD_KEY",
+]
 
 REWARD_KEY = f"rewards/{FictionWorldEnv.__name__}/mean"  # TRL logs get_reward() under the env class's name
 
@@ -70,22 +79,24 @@ def _common(out_dir: Path, seed: int) -> dict:
             "dataloader_num_workers": 0, "gradient_checkpointing": False}  # fmt: skip
 
 
-def teach(model, tokenizer, examples: list[dict], out_dir, *, epochs: int = 60, lr: float = 1e-2, warmup_steps: int = 10,
-          seed: int = 0, progress: bool = True):  # fmt: skip
+def teach(model, tokenizer, examples: list[dict], out_dir, *, epochs: int = 60, batch: int = 1, lr: float = 1e-2,
+          warmup_steps: int = 10, seed: int = 0, progress: bool = True):  # fmt: skip
     """SFT warm-up with TRL's ``SFTTrainer`` on ``examples`` (loss on the assistant turns only,
-    with TRL's training chat template, the one GRPO renders with): ``epochs`` passes, one example
-    per optimizer step, the rate rising over ``warmup_steps`` to ``lr``. Returns the trainer.
+    with TRL's training chat template, the one GRPO renders with): ``epochs`` passes, ``batch``
+    examples per optimizer step, the rate rising over ``warmup_steps`` to ``lr``, then constant.
+    Returns the trainer.
 
-    One example a step, not four: on a CPU a step's cost grows with the batch (measured, TRL
-    1.16, this tiny model: 0.07 s a step at 1, 0.35 s at 4), and four times the updates per pass
-    teach the format in fewer passes (4 deep tasks on each of four worlds: loss 0.0004–0.005
-    after 60 epochs, 240 steps, in 13–15 s; 150 steps of 4 took 52–55 s for 0.0006–0.0008, and
-    GRPO's rewards after either warm-up were alike)."""
+    One example a step by default, not four: on a CPU a step's cost grows with the batch (TRL
+    1.16, this tiny model: 0.06–0.10 s a step at 1, 0.33–0.37 s at 4), and four times the updates
+    per pass teach the format in fewer passes (six sets of 4 deep tasks on four worlds: loss
+    0.0004–0.005 after 60 epochs, 240 steps; 150 steps of 4 reached 0.0006–0.0009, and GRPO's
+    rewards after either warm-up were alike). ``benchmarks/bench_trl_warmup.py`` runs the two
+    side by side: the old warm-up took 2.4× and 3.2× the new one's time on two worlds."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     args = SFTConfig(**_common(Path(out_dir), seed), num_train_epochs=epochs, learning_rate=lr,
-                     per_device_train_batch_size=1, assistant_only_loss=True,
+                     per_device_train_batch_size=min(batch, len(examples)), assistant_only_loss=True,
                      lr_scheduler_type="constant_with_warmup", warmup_steps=warmup_steps, max_length=None,
                      disable_tqdm=not progress)  # fmt: skip
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
@@ -150,6 +161,24 @@ def _world(out_dir: Path, world_dir, seed: int, entities: int):
     return shared_world(path), path
 
 
+def demo_data(
+    out_dir, *, world_dir=None, seed: int = 0, tasks: int = 4, entities: int = 1500, observation_chars: int = 300
+) -> tuple[Path, list[dict], list[dict], object]:
+    """What the demo trains on: the world's directory (``world_dir``, else ``out_dir/world``,
+    made if missing), ``tasks`` deep tasks as dataset rows, their SFT examples (tool output cut
+    to ``observation_chars``) and a tokenizer trained on them."""
+    import fictionworld as fw
+    from fictionworld.testing.tiny_lm import build_tokenizer
+
+    world, world_dir = _world(Path(out_dir), world_dir, seed, entities)
+    deep = fw.make_tasks(world, tasks, kind="deep", seed=seed)  # one-cell answers: a tiny model can learn them
+    rows = [dataset_row(t, world_dir, seed=seed + i) for i, t in enumerate(deep)]
+    examples = sft_examples(world, rows, max_observation_chars=observation_chars)
+    corpus = [m["content"] or json.dumps(m.get("tool_calls")) for e in examples for m in e["messages"]]
+    tokenizer = build_tokenizer(corpus + [examples[0]["tools"]], vocab_size=1024)
+    return world_dir, rows, examples, tokenizer
+
+
 def train_trl_demo(out_dir, *, world_dir=None, steps: int = 4, seed: int = 0, tasks: int = 4, entities: int = 1500,
                    num_generations: int = 4, sft_epochs: int = 60, observation_chars: int = 300,
                    max_completion_length: int = 512, progress: bool = True) -> dict:  # fmt: skip
@@ -161,19 +190,14 @@ def train_trl_demo(out_dir, *, world_dir=None, steps: int = 4, seed: int = 0, ta
     trained ``model/`` under ``out_dir``; returns a summary (with the env instances' last
     rollouts: their tool calls and rewards)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import fictionworld as fw
-    from fictionworld.testing.tiny_lm import build_tokenizer, tiny_model
+    from fictionworld.testing.tiny_lm import tiny_model
 
     started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    world, world_dir = _world(out_dir, world_dir, seed, entities)
-    deep = fw.make_tasks(world, tasks, kind="deep", seed=seed)  # one-cell answers: a tiny model can learn them
-    rows = [dataset_row(t, world_dir, seed=seed + i) for i, t in enumerate(deep)]
+    world_dir, rows, examples, tokenizer = demo_data(out_dir, world_dir=world_dir, seed=seed, tasks=tasks,
+                                                     entities=entities, observation_chars=observation_chars)  # fmt: skip
     env_config = {"max_observation_chars": observation_chars}
-    examples = sft_examples(world, rows, **env_config)
-    corpus = [m["content"] or json.dumps(m.get("tool_calls")) for e in examples for m in e["messages"]]
-    tokenizer = build_tokenizer(corpus + [examples[0]["tools"]], vocab_size=1024)
     model = tiny_model(tokenizer, seed=seed, rope_theta=20.0)
     sft = teach(model, tokenizer, examples, out_dir / "sft", epochs=sft_epochs, seed=seed, progress=progress)
 
