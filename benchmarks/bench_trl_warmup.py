@@ -36,7 +36,7 @@ WARMUPS = {"1 × 60 epochs": {"epochs": 60, "batch": 1, "warmup_steps": 10},
 
 def run(name: str, data, out: Path, grpo_steps: int, seed: int = 0) -> dict:
     from fictionworld.integrations.trl import FictionWorldEnv
-    from fictionworld.integrations.trl_demo import grpo_trainer, reward_log, teach
+    from fictionworld.integrations.trl_demo import OBSERVATION_CHARS, grpo_trainer, reward_log, teach
     from fictionworld.testing.tiny_lm import tiny_model
 
     _, rows, examples, tokenizer = data
@@ -46,7 +46,7 @@ def run(name: str, data, out: Path, grpo_steps: int, seed: int = 0) -> dict:
     seconds = time.perf_counter() - t
     loss = [e["loss"] for e in sft.state.log_history if "loss" in e]
     trainer = grpo_trainer(sft.model, tokenizer, rows, out / "grpo", steps=grpo_steps, seed=seed, progress=False,
-                           environment_factory=lambda: FictionWorldEnv(max_observation_chars=300))  # fmt: skip
+                           environment_factory=lambda: FictionWorldEnv(max_observation_chars=OBSERVATION_CHARS))  # fmt: skip
     trainer.train()
     rewards = [r["reward"] for r in reward_log(trainer.state.log_history)]
     return {"seconds": seconds, "steps": len(loss), "first": loss[0], "last": loss[-1], "rewards": rewards}

@@ -31,9 +31,11 @@ __all__ = [
     "reward_log",
     "plot_rewards",
     "REWARD_KEY",
+    "OBSERVATION_CHARS",
 ]
 
 REWARD_KEY = f"rewards/{FictionWorldEnv.__name__}/mean"  # TRL logs get_reward() under the env class's name
+OBSERVATION_CHARS = 300  # tool output cut to this: a rollout then fits TRL's default 512-token completion
 
 
 def tool_schemas() -> list[dict]:
@@ -162,7 +164,13 @@ def _world(out_dir: Path, world_dir, seed: int, entities: int):
 
 
 def demo_data(
-    out_dir, *, world_dir=None, seed: int = 0, tasks: int = 4, entities: int = 1500, observation_chars: int = 300
+    out_dir,
+    *,
+    world_dir=None,
+    seed: int = 0,
+    tasks: int = 4,
+    entities: int = 1500,
+    observation_chars: int = OBSERVATION_CHARS,
 ) -> tuple[Path, list[dict], list[dict], object]:
     """What the demo trains on: the world's directory (``world_dir``, else ``out_dir/world``,
     made if missing), ``tasks`` deep tasks as dataset rows, their SFT examples (tool output cut
@@ -180,7 +188,7 @@ def demo_data(
 
 
 def train_trl_demo(out_dir, *, world_dir=None, steps: int = 4, seed: int = 0, tasks: int = 4, entities: int = 1500,
-                   num_generations: int = 4, sft_epochs: int = 60, observation_chars: int = 300,
+                   num_generations: int = 4, sft_epochs: int = 60, observation_chars: int = OBSERVATION_CHARS,
                    max_completion_length: int = 512, progress: bool = True) -> dict:  # fmt: skip
     """The whole demo: a world (``world_dir``, else ``out_dir/world``: reused if there, else a new one of ``entities``),
     ``tasks`` deep tasks, tokenizer and tiny model, ``sft_epochs`` of SFT warm-up, then ``steps``
