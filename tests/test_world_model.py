@@ -27,7 +27,11 @@ from fictionworld.worldmodel.verify import Verifier
 def web(world):
     """A Web of the session world that a test may give its own world model."""
     w = world.web
-    return Web(world, w.pages, w.index)
+    web = Web(world, w.pages, w.index)
+    yield web
+    close = getattr(web.model, "close", None)
+    if close is not None:  # its event-loop thread and connections go with the test
+        close()
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +248,64 @@ def test_native_generate_api(web, person_row):
         search_req = next(r for r in srv.requests if is_search(r))
         assert json.loads(search_req["sampling_params"]["json_schema"])["required"] == ["results"]
     assert m.stats.first_try == m.stats.rendered > 1
+
+
+def _loop_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "fictionworld-world-model"}
+
+
+def test_closing_a_model_stops_its_loop_thread_and_the_next_render_starts_one(web, person_row):
+    """A closed model leaves no thread or open loop behind; rendering again starts them again."""
+    before = _loop_threads()
+    with ScriptedOpenAIServer(Script(web)) as srv:
+        with model(web, srv.base_url) as m:
+            open_text(web, person_row)
+            (thread,) = _loop_threads() - before
+            loop = m._loop
+            assert thread.is_alive() and loop.is_running()
+        assert not thread.is_alive() and loop.is_closed() and _loop_threads() == before
+        web.search(web.pages.titles[person_row])  # results not stored yet: a render, on a new loop
+        (again,) = _loop_threads() - before
+        assert again is not thread and len(srv.requests) > 1
+        m.close()
+        m.close()  # twice is fine
+        assert not again.is_alive() and _loop_threads() == before
+
+
+EXIT_SCRIPT = """
+import sys, threading
+import fictionworld as fw
+from fictionworld.worldmodel import sglang
+from fictionworld.worldmodel.cache import RenderCache
+
+original = sglang._stop_loop
+def spy(loop, thread, client, *a):
+    original(loop, thread, client, *a)
+    print(f"stopped: thread alive {thread.is_alive()}, loop closed {loop.is_closed()}", flush=True)
+sglang._stop_loop = spy
+world = fw.generate(seed=5, entities=50)
+m = sglang.SGLangWorldModel(world.web, sys.argv[1], "scripted", cache=RenderCache(None), timeout=2.0,
+                            retries=0, max_attempts=1)
+world.web.model = m
+row = next(r for r in range(len(world.web.pages)) if world.web.pages.kind[r] in m.kinds)
+world.web.open(world.web.pages.urls[row])
+print("loop threads:", sum(t.name == "fictionworld-world-model" for t in threading.enumerate()), flush=True)
+"""
+
+
+def test_a_model_never_closed_stops_its_loop_thread_at_exit():
+    """A daemon thread left running its event loop (and HTTP connections) into the interpreter's
+    finalization can crash it: the model stops it at exit."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a port nothing listens on: the render fails fast, the loop runs anyway
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    r = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, url], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["loop threads: 1", "stopped: thread alive False, loop closed True"], r.stdout
 
 
 def test_a_page_prompt_carries_the_snippets_already_shown(web, person_row):

@@ -17,6 +17,7 @@ import json
 import logging
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -134,6 +135,7 @@ class SGLangWorldModel:
         self.names: list[str] = web.world.entities.name.tolist()
         self._verifier: Verifier | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopper: weakref.finalize | None = None
         self._loop_lock = threading.Lock()
         self._inflight: dict[str, asyncio.Task] = {}
         self._down_until = 0.0
@@ -318,8 +320,13 @@ class SGLangWorldModel:
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._loop_lock:
             if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                threading.Thread(target=self._loop.run_forever, name="fictionworld-world-model", daemon=True).start()
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="fictionworld-world-model", daemon=True)
+                thread.start()
+                # stopped when the model is closed, collected, or at the latest at interpreter exit
+                # (weakref.finalize runs at exit), never left running into the interpreter's
+                # finalization with its HTTP connections open
+                self._loop, self._stopper = loop, weakref.finalize(self, _stop_loop, loop, thread, self.client)
             return self._loop
 
     def _run(self, coro):
@@ -366,10 +373,35 @@ class SGLangWorldModel:
         raise ServerUnreachable(f"no SGLang server answers at {self.client.root} ({last})")
 
     def close(self) -> None:
-        if self._loop is not None:
-            asyncio.run_coroutine_threadsafe(self.client.aclose(), self._loop).result(timeout=5)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._loop = None
+        """Closes the HTTP connections and stops the model's event-loop thread (it starts again
+        on the next render). Also done when the model is collected, and at interpreter exit."""
+        with self._loop_lock:
+            if self._loop is not None:
+                self._loop = None
+                self._stopper()
+
+    def __enter__(self) -> SGLangWorldModel:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread, client, timeout: float = 5.0) -> None:
+    """Closes ``client``'s connections on ``loop``, stops the loop, joins ``thread`` (its
+    runner) and closes the loop; a loop that does not stop within ``timeout`` is left to the
+    daemon thread."""
+    if loop.is_closed():
+        return
+    if thread.is_alive():
+        try:
+            asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=timeout)
+        except Exception as e:  # noqa: BLE001 (closing must not raise: the connections go with the loop)
+            log.debug("world model: closing the HTTP client failed: %s", e)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+    if not thread.is_alive():
+        loop.close()
 
 
 def _rkey(q: str, url: str, leak: bool) -> str:
