@@ -272,6 +272,20 @@ def test_closing_a_model_stops_its_loop_thread_and_the_next_render_starts_one(we
         assert not again.is_alive() and _loop_threads() == before
 
 
+def test_a_collected_model_stops_its_loop_thread(web, person_row):
+    import gc
+
+    before = _loop_threads()
+    with ScriptedOpenAIServer(Script(web)) as srv:
+        model(web, srv.base_url)
+        open_text(web, person_row)
+        (thread,) = _loop_threads() - before
+        web.model = None  # the last reference
+        gc.collect()
+        thread.join(15)
+        assert not thread.is_alive() and _loop_threads() == before
+
+
 EXIT_SCRIPT = """
 import sys, threading
 import fictionworld as fw

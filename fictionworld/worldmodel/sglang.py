@@ -393,6 +393,9 @@ def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread, client
     daemon thread."""
     if loop.is_closed():
         return
+    if threading.current_thread() is thread:  # collected on its own loop: stop it, nothing to wait for
+        loop.call_soon_threadsafe(loop.stop)
+        return
     if thread.is_alive():
         try:
             asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=timeout)
