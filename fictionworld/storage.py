@@ -156,7 +156,8 @@ def _used_ids(rows: np.ndarray, ids_of) -> pa.ChunkedArray:
     a row group). Parquet writes a chunk's dictionary with every row group that holds part of
     it, and a reader decodes it whole: over a whole slice (4 row groups), a 10M world's row
     group of subjects carried 3.4-4.2M ids for the 1M its rows use at most, and read in 1.33 s
-    against 0.15 s over its own (``benchmarks/BIG_WORLDS.md``)."""
+    against 0.15 s over its own (``benchmarks/BIG_WORLDS.md``, "Row groups that carry only their
+    own ids")."""
     parts = [_used_ids_of(rows[lo : lo + FACT_ROW_GROUP], ids_of) for lo in range(0, max(len(rows), 1), FACT_ROW_GROUP)]
     return pa.chunked_array(parts, pa.dictionary(pa.int32(), pa.string()))
 

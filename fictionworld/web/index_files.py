@@ -40,8 +40,9 @@ PID_RUNS = "pid-runs.json"
 # :meth:`TantivyIndex.search` needs a clause's best to know whether pages holding only common
 # clauses can reach its top n; found at search time, it is one full scan of the clause, once
 # per process: at 10M entities 5,350 clauses on 831M postings, p50 3.0-3.6 -> 1.35 ms over a
-# fresh process's first 1,200 bench queries when known ahead (`benchmarks/BIG_WORLDS.md`). A clause the file lacks,
-# or whose page count differs from the index's, is scanned as before.
+# fresh process's first 1,200 bench queries when known ahead (`benchmarks/BIG_WORLDS.md`, "Common words are
+# scored only where they can change the answer"). A clause the file lacks, or whose page count differs from the
+# index's, is scanned as before.
 COMMON_BEST = "common-best.json"
 # The ranks at which a common clause's score is kept (``CommonClauses.floor``): the union of
 # clauses holding it has at least d pages scoring that much or more.

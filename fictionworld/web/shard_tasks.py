@@ -302,7 +302,7 @@ def render_shard(store: str, shard: int, blocks: tuple[int, int], pages_dir: str
 
 # The index writer's memory: tantivy writes a segment each time its heap fills, and a term
 # lookup costs about a microsecond in every segment, several times per query clause (`benchmarks/BIG_WORLDS.md`,
-# "Where search stands"). A shard's heap is sized to hold all of its pages (about 370 bytes
+# "Index segments"). A shard's heap is sized to hold all of its pages (about 370 bytes
 # each: 256 MB filled at 0.7M pages of the 10M world), so that each shard is one segment where
 # memory allows, and never less than INDEX_HEAP_MIN (one segment per shard at 1M either way).
 INDEX_HEAP_MIN = 256_000_000
