@@ -5,7 +5,8 @@ search and open calls run through the bare env step (``SearchEnv.step``), the sh
 and TRL's env method call on ``FictionWorldEnv``. Every call runs through all four, in an
 order that rotates from call to call (so warm caches favour none: the one that runs a call
 first pays its cold caches), and the overhead is the
-paired difference to the bare step of the same call. One core; target ≤ 0.2 ms per call."""
+paired difference to the bare step of the same call. One core; target ≤ 0.2 ms per call. The
+figures go into the record of the benchmark that runs it (``bench_rollout.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import io
 import random
 import statistics
 import time
+
+from record import Record  # (beside this file: the benchmarks' directory is on sys.path)
 
 TARGET_MS = 0.2
 PATHS = ("env.step", "Episode.call", "verl tool", "TRL env")
@@ -92,8 +95,9 @@ def measure(world, wdir, task, *, calls: int = 1000, reset_every: int = 50) -> d
     return times
 
 
-def report(times: dict[str, list[float]], *, entities: int, pages: int) -> bool:
-    """Prints the table; True when every adapter's mean overhead holds the target."""
+def report(times: dict[str, list[float]], *, entities: int, pages: int, rec: Record | None = None) -> bool:
+    """Prints the table (and records its figures in ``rec``); True when every adapter's mean
+    overhead holds the target."""
     base = times["env.step"]
     print(f"\n== trainer adapters: overhead per tool call over the bare env step ({entities:,} entities, "
           f"{pages:,} pages, one core) ==")  # fmt: skip
@@ -107,5 +111,16 @@ def report(times: dict[str, list[float]], *, entities: int, pages: int) -> bool:
         ok &= path == "env.step" or over_mean <= TARGET_MS
         print(f"{path:14} {len(xs):>5} | {1e3 * statistics.median(xs):>12.3f} {1e3 * statistics.mean(xs):>7.3f} | "
               f"{1e3 * statistics.median(diffs):>16.3f} {over_mean:>7.3f}{tail}")  # fmt: skip
+        if rec is not None:
+            at = {"entities": entities, "pages": pages, "path": path}
+            rec.figure("adapter calls", len(xs), "", **at)
+            rec.figure("adapter call", 1e3 * statistics.median(xs), "ms", **at, stat="p50")
+            rec.figure("adapter call", 1e3 * statistics.mean(xs), "ms", **at, stat="mean")
+            if path != "env.step":
+                rec.figure("adapter overhead", 1e3 * statistics.median(diffs), "ms", **at, stat="p50")
+                rec.figure("adapter overhead", over_mean, "ms", **at, stat="mean")
     print(f"target: mean overhead ≤ {TARGET_MS} ms per call: {'holds' if ok else 'MISSED'}")
+    if rec is not None:
+        rec.note(f"trainer adapters: mean overhead ≤ {TARGET_MS} ms per call over the bare env step: "
+                 f"{'holds' if ok else 'missed'}")  # fmt: skip
     return ok

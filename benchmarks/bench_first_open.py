@@ -17,6 +17,8 @@ import json
 import subprocess
 import sys
 
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
+
 CHILD = r"""
 import json, os, sys, time
 t = time.perf_counter()
@@ -46,7 +48,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", required=True, help="a saved world with its web")
     ap.add_argument("--runs", type=int, default=2, help="runs of each way")
+    add_options(ap)
     args = ap.parse_args()
+    with Record("first_open", args) as rec:
+        run(args, rec)
+
+
+def run(args: argparse.Namespace, rec: Record) -> None:
     print(f"== {args.world}: a forked worker's first open ==")
     print(f"{'warm-up':10} {'WorldService.open s':>20} {'first open ms':>14} {'second ms':>10}")
     for i in range(2 * args.runs):
@@ -57,6 +65,10 @@ def main() -> None:
         d = json.loads(out.stdout.strip().splitlines()[-1])
         first, second = d["worker_open_s"]
         print(f"{'yes' if warm else 'no':10} {d['open_s']:20.2f} {first * 1000:14.1f} {second * 1000:10.1f}")
+        at = {"world": args.world, "warmed": bool(warm), "run": i // 2 + 1}
+        rec.figure("WorldService.open", d["open_s"], "s", **at)
+        rec.figure("forked worker's open", first * 1000, "ms", **at, open="first")
+        rec.figure("forked worker's open", second * 1000, "ms", **at, open="second")
 
 
 if __name__ == "__main__":

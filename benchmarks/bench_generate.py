@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
 
 import machine  # (beside this script: its directory is on sys.path when run)
+from record import Record, add_options
+
+TARGET_SPEEDUP = 1.7  # 2 workers over 1, the same build on the same machine
 
 CHILD = r"""
 import gc, json, resource, sys, time, tempfile
@@ -179,7 +183,7 @@ print(json.dumps(dict(n=n, workers=workers, ray=use_ray, validate=validate, wall
 """
 
 
-def full(args) -> None:
+def full(args, rec: Record) -> None:
     if args.tmp:
         from pathlib import Path
 
@@ -212,13 +216,23 @@ def full(args) -> None:
                 walls[w].append(r["wall_s"])
                 rows.append(r)
                 _print_full(r, w)
+                _record_full(rec, r)
             ws = sorted(walls)
             for w in ws[1:]:
                 print(f"  speed-up of {w} workers over {ws[0]}: {walls[ws[0]][-1] / walls[w][-1]:.2f}x"
                       + (f" (run {rep + 1} of {args.repeat})" if args.repeat > 1 else ""))  # fmt: skip
+                if args.repeat > 1:
+                    rec.figure("speed-up of one run", walls[ws[0]][-1] / walls[w][-1], "×", entities=n, workers=w,
+                               over=ws[0], ray=args.ray, run=rep + 1)  # fmt: skip
+        for w in sorted(walls)[1:]:  # the median walls' speed-up (one run: its own)
+            base = sorted(walls)[0]
+            a, b = statistics.median(walls[base]), statistics.median(walls[w])
+            rec.figure("speed-up", a / b, "×", entities=n, workers=w, over=base, ray=args.ray)
+            rec.ratio(f"wall with {base} worker(s) / wall with {w} workers", a, b, entities=n, workers=w, ray=args.ray,
+                      at_least=TARGET_SPEEDUP if (base, w) == (1, 2) else None,
+                      against=f"the same build with {base} worker(s) on the same machine, runs interleaved"
+                      + (f" (medians of {args.repeat})" if args.repeat > 1 else ""))  # fmt: skip
         if args.repeat > 1 and len(walls) > 1:
-            import statistics
-
             ws = sorted(walls)
             med = {w: statistics.median(v) for w, v in walls.items()}
             for w in ws[1:]:
@@ -238,6 +252,36 @@ def _after_hash(t: dict) -> str:
         return f"the store {wait:.1f} s more"
     return (f"the lexicon {t['lexicon_s']:.1f} s ({t['lexicon_cpu_s']:.1f} CPU s) beside the store, "
             f"which took {max(wait - t['lexicon_s'], 0):.1f} s more")  # fmt: skip
+
+
+def _record_full(rec: Record, r: dict) -> None:
+    """The figures of one full build (``r``, as ``FULL_CHILD`` gives it, with its calibrations)."""
+    at = {"entities": r["n"], "workers": r["workers"], "ray": r["ray"], "validate": r["validate"], "run": r["repeat"]}
+    t, p = r["times"], r["peak"]
+    rec.figure("wall", r["wall_s"], "s", **at, what="full build")
+    rec.figure("rate", r["entities"] / r["wall_s"], "1/s", **at, what="entities per s of wall")
+    rec.figure("rate", r["pages"] / r["wall_s"], "1/s", **at, what="pages per s of wall")
+    for k in ("entities", "facts", "pages", "shards"):
+        rec.figure(k, r[k], "", **at)
+    rec.stats("stage", {k: v for k, v in t.items() if k != "graph_peak_rss"}, **at)
+    rec.figure("peak RSS", t.get("graph_peak_rss", 0) / 2**30, "GiB", **at, what="graph stage's driver")
+    for key, what in (("per_process", "one process"), ("total", "all processes (sum of RSS)"),
+                      ("pss", "all processes (sum of PSS)"), ("per_process_anon", "one process, anonymous"),
+                      ("anon", "all processes, anonymous")):  # fmt: skip
+        if key in p:
+            rec.figure("peak RSS", p[key] / 2**30, "GiB", **at, what=what)
+    rec.figure("processes", p["processes"], "", **at)
+    rec.figure("sampler CPU", p.get("monitor_cpu_s", 0), "s", **at)
+    rec.figure("disk", r["disk"] / 2**30, "GiB", **at, what="the world")
+    rec.figure("disk per entity", r["disk"] / r["entities"], "B", **at)
+    if "disk_tree" in p:
+        rec.figure("disk", p["disk_tree"] / 2**30, "GiB", **at, what="peak of its directory")
+        rec.figure("disk", p["disk_fs"] / 2**30, "GiB", **at, what="peak of its filesystem above the start")
+        rec.figure("disk peak at", p.get("disk_tree_at_s", 0), "s", **at, what="its directory")
+        rec.figure("disk peak at", p.get("disk_fs_at_s", 0), "s", **at, what="its filesystem")
+    before, after = r["calibration_ms"]
+    rec.figure("calibration", before, "ms", **at, stat="right before the build")
+    rec.figure("calibration", after, "ms", **at, stat="right after the build")
 
 
 def _print_full(r: dict, w: int) -> None:
@@ -294,12 +338,20 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="with --full: build each size this many times, the worker "
                     "counts interleaved, and print the median walls and their speed-up")
     ap.add_argument("--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)")
+    add_options(ap)
     args = ap.parse_args()
     print(machine.line(), flush=True)  # figures of different days compare only through it
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
-    if args.full:
-        return full(args)
+    with Record("generate", args) as rec:
+        if args.full:
+            full(args, rec)
+        else:
+            sizes(args, rec)
+
+
+def sizes(args, rec: Record) -> None:
+    """Each size generated in a fresh process, next to the peers."""
     rows = []
     for n in args.sizes:
         t = time.perf_counter()
@@ -316,8 +368,33 @@ def main() -> None:
         row["wall_s"] = time.perf_counter() - t
         rows.append(row)
         _print_row(row)
+        _record_row(rec, row)
     if args.json:
         print(json.dumps(rows, indent=2))
+
+
+def _record_row(rec: Record, r: dict) -> None:
+    """The figures of one size (``r``, as ``CHILD`` gives it)."""
+    n = r["n"]
+    for key, what in (("gen_s", "generate"), ("check_s", "check"), ("save_s", "save"), ("load_s", "load + verify"),
+                      ("gazetteer_s", "gazetteer load (once)"), ("wall_s", "the whole child process")):  # fmt: skip
+        rec.figure("wall", r[key], "s", entities=n, what=what)
+    rec.figure("wall", r["gen_s"] + r["check_s"], "s", entities=n, what="generate + validate")
+    rec.figure("rate", r["entities"] / r["gen_s"], "1/s", entities=n, what="entities generated per s")
+    rec.figure("rate", r["facts"] / r["gen_s"], "1/s", entities=n, what="facts generated per s")
+    rec.figure("rate", r["facts"] / r["check_s"], "1/s", entities=n, what="facts checked per s")
+    for k in ("entities", "facts", "violations"):
+        rec.figure(k, r[k], "", entities=n)
+    rec.figure("peak RSS", r["peak_rss"] / 2**30, "GiB", entities=n)
+    rec.figure("rate", r["our_person_gen_per_s"], "1/s", entities=n, what="people named: ours (whole person generator)")
+    rec.figure("rate", r["faker_names_per_s"], "1/s", entities=n, what="people named: Faker name()")
+    rec.ratio("people named per s: ours / Faker", r["our_person_gen_per_s"], r["faker_names_per_s"], entities=n,
+              against="Faker name() (the per-call way to name people), same process")  # fmt: skip
+    if "networkx_build_s" in r:
+        rec.figure("wall", r["networkx_build_s"], "s", entities=n, what="networkx MultiDiGraph of the same facts")
+        rec.figure("networkx edges", r["networkx_edges"], "", entities=n)
+        rec.ratio("networkx build / our generation", r["networkx_build_s"], r["gen_s"], entities=n,
+                  against="a networkx MultiDiGraph of the same facts (graph as storage), same process")  # fmt: skip
 
 
 def _print_row(r: dict) -> None:

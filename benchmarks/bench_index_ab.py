@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,7 +66,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", required=True, help="a saved world with its web")
     ap.add_argument("--peer", default="no-floors", help="'no-floors' (default) or a git revision")
+    add_options(ap)
     args = ap.parse_args()
+    with Record("index_ab", args) as rec:
+        run(args, rec)
+
+
+def run(args: argparse.Namespace, rec: Record) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from search_children import latency_world
 
@@ -112,11 +119,17 @@ def main() -> None:
             w = ms[lo : lo + 1200]
             p50, p90, p99 = np.percentile(w, [50, 90, 99])
             print(f"{name + ', ' + label:{width}} {p50:8.2f} {p90:7.2f} {p99:7.1f} {w.mean():7.2f}")
+            at = {"world": args.world, "peer": args.peer, "way": name, "queries": label}
+            rec.stats("Web.hits latency", {"p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "mean_ms": w.mean()}, **at)
+    rec.figure("answers differing in a score's last bits", floats, "queries", world=args.world, peer=args.peer)
+    rec.figure("largest relative score difference", worst, "", world=args.world, peer=args.peer)
     if floats:
         print(f"answers: the same pages for every query; {floats} of {len(queries)} differ in a score's last bits")
         print(f"(at most {worst:.1e} of it: a sum of the same clauses' scores, added in another order)")
+        rec.note(f"answers: the same pages for every query; {floats} of {len(queries)} differ in a score's last bits")
     else:
         print("answers: the same for every query")
+        rec.note("answers: the same for every query")
 
 
 if __name__ == "__main__":

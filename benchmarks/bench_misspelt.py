@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import Record, add_options  # noqa: E402
 from search_children import world_from_args  # noqa: E402
 
 
@@ -42,10 +43,16 @@ def entity_of(linker, query: str) -> list[int]:
 
 
 def main() -> None:
-    world, make_queries, directory = world_from_args(__doc__)
+    world, make_queries, args = world_from_args(__doc__, add_options)
+    with Record("misspelt", args) as rec:
+        run(world, make_queries, args.world, rec)
+
+
+def run(world, make_queries, directory: str, rec: Record) -> None:
     web = world.web
     truth = {q: rows for q in misspelt(make_queries) if (rows := entity_of(web.linker, q))}
     print(f"{directory}: {len(truth)} misspelt names with a known entity")
+    rec.figure("misspelt names with a known entity", len(truth), "queries", world=directory)
     for rep in range(2):
         found, took = 0, []
         for q, rows in truth.items():
@@ -57,6 +64,9 @@ def main() -> None:
         ms = np.array(took) * 1e3
         print(f"pass {rep + 1}: article in the top 10 for {found} / {len(truth)}; "
               f"Web.hits p50 {np.median(ms):.2f} ms, mean {ms.mean():.2f} ms")  # fmt: skip
+        at = {"world": directory, "pass": rep + 1}
+        rec.figure("article in the top 10", found, "queries", **at)
+        rec.stats("Web.hits latency", {"p50_ms": float(np.median(ms)), "mean_ms": float(ms.mean())}, **at)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", required=True, help="a saved world with its web")
+    add_options(ap)
     args = ap.parse_args()
+    with Record("results", args) as rec:
+        run(args, rec)
+
+
+def run(args: argparse.Namespace, rec: Record) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from search_children import latency_world
 
@@ -59,6 +66,11 @@ def main() -> None:
     print(
         f"{len(lists):,} directories among the results, {len(big)} of over 100,000 characters, in {with_big.sum()} of {len(asked)} lists"
     )
+    at = {"world": args.world}
+    rec.figure("directories among the results", len(lists), "", **at)
+    rec.figure("directories of over 100,000 characters", len(big), "", **at)
+    rec.figure("result lists with a big directory", int(with_big.sum()), "", **at)
+    rec.figure("result lists", len(asked), "", **at)
     print(f"{'':34} {'p50 ms':>8} {'p99':>7} {'max':>7} {'mean':>7}")
     for name, ts in times.items():
         ms = np.array(ts) * 1000
@@ -66,7 +78,10 @@ def main() -> None:
             if len(w):
                 p50, p99 = np.percentile(w, [50, 99])
                 print(f"{name + ', ' + label:34} {p50:8.2f} {p99:7.2f} {w.max():7.1f} {w.mean():7.2f}")
+                rec.stats("render_results", {"p50_ms": p50, "p99_ms": p99, "max_ms": w.max(), "mean_ms": w.mean()},
+                          **at, way=name, lists=label)  # fmt: skip
     print("results: the same for every query")
+    rec.note("results: the same for every query, both ways")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 import psutil
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 
 import fictionworld as fw
 from fictionworld.spec import WorldSpec, default_spec
@@ -66,7 +67,7 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(len(xs) * q))]
 
 
-def throughput(args, wdir: Path) -> None:
+def throughput(args, wdir: Path, rec: Record) -> None:
     from rollout.pool import RolloutPool, init_ray, make_jobs
 
     world = fw.World.load(wdir)  # the driver needs the tasks only; the actors load their own copy
@@ -94,16 +95,32 @@ def throughput(args, wdir: Path) -> None:
     print(f"== throughput: {args.agent} agent, {len(world.entities):,}-entity world, {args.tasks} mixed tasks × "
           f"{args.samples} samples, delay {args.delay * 1e3:g} ms per tool call, {os.cpu_count()} CPUs ==")  # fmt: skip
     print(f"{'workers':>7} {'episodes':>9} {'seconds':>9} {'episodes/s':>11} {'turns/ep':>9} {'SR':>6}  status")
+    setting = {"entities": len(world.entities), "agent": args.agent, "tasks": args.tasks, "samples": args.samples,
+               "delay_s": args.delay}  # fmt: skip
     for n, (recs, s) in rows.items():
         sr = [r["scores"]["score"] for r in recs if r.get("scores")]
-        st = ", ".join(f"{k} {v}" for k, v in Counter(r["status"] for r in recs).items())
+        statuses = Counter(r["status"] for r in recs)
+        st = ", ".join(f"{k} {v}" for k, v in statuses.items())
         print(f"{n:>7} {len(recs):>9} {s:>9.2f} {len(recs) / s:>11.2f} "
               f"{statistics.mean(r['turns'] for r in recs):>9.1f} {statistics.mean(sr or [0]):>6.3f}  {st}")  # fmt: skip
+        rec.figure("episodes", len(recs), "", **setting, workers=n)
+        rec.figure("seconds", s, "s", **setting, workers=n)
+        rec.figure("throughput", len(recs) / s, "episodes/s", **setting, workers=n)
+        rec.figure("turns per episode", statistics.mean(r["turns"] for r in recs), "", **setting, workers=n)
+        rec.figure("success rate", statistics.mean(sr or [0]), "", **setting, workers=n)
+        for status, count in statuses.items():
+            rec.figure("episodes by status", count, "", **setting, workers=n, status=status)
     ratio = (len(rows[2][0]) / rows[2][1]) / (len(rows[1][0]) / rows[1][1])
     verdict = "holds" if ratio >= TARGET_SPEEDUP else "MISSED"
     print(f"2 workers / 1 worker (episodes/s): {ratio:.2f}× (target ≥ {TARGET_SPEEDUP}×: {verdict})")
+    rec.figure("speed-up", ratio, "×", **setting, workers=2, over=1)
+    rec.ratio("episodes/s with 2 workers / with 1", len(rows[2][0]) / rows[2][1], len(rows[1][0]) / rows[1][1],
+              at_least=TARGET_SPEEDUP, **setting,
+              against="the same jobs on a 1-worker pool, one after the other in the same process, each pool warmed up")  # fmt: skip
     per = Counter(r["worker_pid"] for r in rows[2][0])
     print(f"episodes per actor (2 workers): {', '.join(f'pid {p}: {c}' for p, c in per.items())}")
+    for i, c in enumerate(per.values()):
+        rec.figure("episodes per actor", c, "", **setting, workers=2, actor=i)
 
     loaded, warmed, after = mem[2]
     print(f"\n== actor memory: 2-worker pool, world on disk {size / MiB:.1f} MiB ({wdir}) ==")
@@ -121,9 +138,19 @@ def throughput(args, wdir: Path) -> None:
     print(f"largest growth over the timed run ({eps} episodes on that actor): {g / MiB:+.1f} MiB = {g / size:.1%} of "
           f"the world on disk; a per-task copy would add ~{size / MiB:.0f} MiB per episode "
           f"(~{eps * size / 2**30:.2f} GiB on that actor)")  # fmt: skip
+    rec.figure("world on disk", size / MiB, "MiB", **setting)
+    rec.figure("driver RSS", driver / MiB, "MiB", **setting)
+    for i, (a, b, c) in enumerate(zip(loaded, warmed, after)):
+        for when, m in (("loaded", a), ("warm", b), ("after", c)):
+            rec.figure("actor RSS", m["rss"] / MiB, "MiB", **setting, workers=2, actor=i, when=when)
+        rec.figure("actor growth", growth[i][0] / MiB, "MiB", **setting, workers=2, actor=i)
+        rec.figure("actor growth per episode", growth[i][0] / growth[i][1] / 2**10, "KiB", **setting, workers=2, actor=i)
+    rec.figure("largest actor growth", g / MiB, "MiB", **setting, workers=2)
+    rec.ratio("largest actor growth / world on disk", g, size, **setting, workers=2,
+              against="the world's size on disk (what a per-task copy would add per episode)")  # fmt: skip
 
 
-def steps(args, wdir: Path) -> None:
+def steps(args, wdir: Path, rec: Record) -> None:
     from fictionworld.env import EnvConfig, SearchEnv
 
     log(f"loading {wdir} for env steps …")
@@ -147,14 +174,14 @@ def steps(args, wdir: Path) -> None:
         if i % 5 == 4:
             actions.append(("malformed", {"name": "bogus", "arguments": {}}))
     log(f"timing {len(actions)} env steps …")
-    rec = {k: ([], []) for k in ("search", "open", "malformed")}  # kind -> (wall, web) seconds
+    timed = {k: ([], []) for k in ("search", "open", "malformed")}  # kind -> (wall, web) seconds
     for j, (kind, a) in enumerate(actions):
         if j % RESET_EVERY == 0:
             env.reset(task, seed=j)
         t = time.perf_counter()
         env.step(a)
-        rec[kind][0].append(time.perf_counter() - t)
-        rec[kind][1].append(env.steps[-1].seconds)
+        timed[kind][0].append(time.perf_counter() - t)
+        timed[kind][1].append(env.steps[-1].seconds)
     log(f"timing {2 * n} bare tool calls …")
     bare = {"search": [], "open": []}
     for i in range(n):
@@ -172,14 +199,27 @@ def steps(args, wdir: Path) -> None:
     print(f"{'':10} {'n':>5} | {'step ms: p50':>12} {'mean':>7} {'p99':>7} | {'overhead: p50':>13} {'mean':>7} "
           f"{'p99':>7} | {'web':>5} | {'bare: p50':>9} {'mean':>7} {'p99':>7} | {'env/bare':>8}")  # fmt: skip
     worst = 0.0
-    for kind, (wall, webs) in rec.items():
+    at = {"entities": len(world.entities), "pages": len(web.pages)}
+    stats = lambda xs: {"p50_ms": 1e3 * pct(xs, 0.5), "mean_ms": 1e3 * statistics.mean(xs), "p99_ms": 1e3 * pct(xs, 0.99)}
+    for kind, (wall, webs) in timed.items():
         over = [w - s for w, s in zip(wall, webs)]
         worst = max(worst, statistics.mean(over))
         b = bare.get(kind)
         tail = f"{ms(b):>25} | {statistics.mean(wall) / statistics.mean(b):>7.3f}×" if b else f"{'—':>25} | {'—':>8}"
         print(f"{kind:10} {len(wall):>5} | {ms(wall):>28} | {ms(over):>29} | {sum(webs) / sum(wall):>5.1%} | {tail}")
+        rec.figure("steps", len(wall), "", **at, kind=kind)
+        rec.stats("env step", stats(wall), **at, kind=kind)
+        rec.stats("env overhead", stats(over), **at, kind=kind)
+        rec.figure("web share of the step", 100 * sum(webs) / sum(wall), "%", **at, kind=kind)
+        if b:
+            rec.stats("bare tool call", stats(b), **at, kind=kind)
+            rec.ratio("env step / bare tool call, mean", statistics.mean(wall), statistics.mean(b), **at, kind=kind,
+                      against="the bare web tool (web.session(knobs, seed)), other queries of the same kind, one core")  # fmt: skip
     verdict = "holds" if worst * 1e3 <= TARGET_OVERHEAD_MS else "MISSED"
     print(f"largest mean env overhead {worst * 1e3:.3f} ms per step (target ≤ {TARGET_OVERHEAD_MS:g} ms: {verdict})")
+    rec.figure("largest mean env overhead", worst * 1e3, "ms", **at)
+    rec.note(f"env overhead: largest mean {worst * 1e3:.3f} ms per step, target ≤ {TARGET_OVERHEAD_MS:g} ms: "
+             f"{verdict.lower()}")  # fmt: skip
     print("malformed = an unknown tool name: no web call, so its whole step time is env overhead")
 
 
@@ -202,23 +242,25 @@ def main() -> None:
         help="also time the verl and TRL adapters per tool call (needs the [verl] and [trl] extras)",
     )
     ap.add_argument("--skip-throughput", action="store_true", help="skip the Ray pool part")
+    add_options(ap)
     args = ap.parse_args()
     if args.delay and args.agent != "oracle":
         ap.error("--delay is an oracle option")
-    if not args.skip_throughput:
-        throughput(args, world_dir(args.entities, args.rollout_world, args.cache))
-    if not args.skip_steps or args.adapters:
-        try:
-            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-        except (AttributeError, OSError):
-            pass
-    if not args.skip_steps:
-        steps(args, world_dir(args.step_entities, args.world, args.cache))
-    if args.adapters:
-        adapters(args, world_dir(args.step_entities, args.world, args.cache))
+    with Record("rollout", args) as rec:
+        if not args.skip_throughput:
+            throughput(args, world_dir(args.entities, args.rollout_world, args.cache), rec)
+        if not args.skip_steps or args.adapters:
+            try:
+                os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+            except (AttributeError, OSError):
+                pass
+        if not args.skip_steps:
+            steps(args, world_dir(args.step_entities, args.world, args.cache), rec)
+        if args.adapters:
+            adapters(args, world_dir(args.step_entities, args.world, args.cache), rec)
 
 
-def adapters(args, wdir: Path) -> None:
+def adapters(args, wdir: Path, rec: Record) -> None:
     """Trainer adapter overhead per tool call (benchmarks/adapter_overhead.py)."""
     import adapter_overhead
 
@@ -229,7 +271,7 @@ def adapters(args, wdir: Path) -> None:
     task = generate_tasks(world, 1, kind="mixed", seed=0)[0]
     log(f"timing {args.steps} calls through each of {', '.join(adapter_overhead.PATHS)} …")
     times = adapter_overhead.measure(world, wdir, task, calls=args.steps, reset_every=RESET_EVERY)
-    adapter_overhead.report(times, entities=len(world.entities), pages=len(world.web.pages))
+    adapter_overhead.report(times, entities=len(world.entities), pages=len(world.web.pages), rec=rec)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,12 @@
 kind (exact_match key, number_near, date_near, url_match, llm_judge, exact_match), strict mode
 next to compat mode (the official semantics on pandas) in the same process, on one core.
 
-    python benchmarks/bench_score.py [--responses 2000] [--wide 20] [--world 20000]
+    python benchmarks/bench_score.py [--responses 2000] [--wide 20] [--world 20000] [--sweep 10 50 200 500]
 
 Responses vary: perfect, wrong cells, surface forms (bold, "1.2 thousand", "March 14, 1987",
 bare domains), shuffled rows and columns, extra and near-duplicate rows, unparseable text.
-Also times task generation on a 20k-entity world.
+Also times the scorer's cost per response against the table's size (``--sweep``: gold rows,
+6 columns; strict cold and warm, and compat) and task generation on a 20k-entity world.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 import random
 import statistics
 import time
+
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 
 from fictionworld.scoring import score
 from fictionworld.surface import format_date, format_int
@@ -46,8 +49,9 @@ def company_row(r: random.Random, i: int) -> list[str]:
     ]
 
 
-def make_task(r: random.Random) -> Task:
-    rows = [company_row(r, i) for i in range(20)]
+def make_task(r: random.Random, n: int = 20) -> Task:
+    """A task of ``n`` gold rows × 6 columns."""
+    rows = [company_row(r, i) for i in range(n)]
     ev = Evaluation(unique_columns=["company"], required=COLUMNS, eval_pipeline=PIPELINE)
     aliases = {"company": [[row[0].replace("orp", "orporation")] for row in rows]}
     return Task(
@@ -137,7 +141,7 @@ def wide_response(task: Task, r: random.Random, junk: int = 0) -> str:
     return "\n".join(lines)
 
 
-def time_wide(r: random.Random, reps: int) -> None:
+def time_wide(r: random.Random, reps: int, rec: Record) -> None:
     """Strict scoring of 500 × 8 tables, cold (every cache cleared) and warm, next to compat."""
     task = make_wide_task(r)
     responses = [wide_response(task, r) for _ in range(reps)]
@@ -168,27 +172,61 @@ def time_wide(r: random.Random, reps: int) -> None:
         means[name] = statistics.mean(ts)
         p50 = sorted(ts)[len(ts) // 2]
         print(f"{name:<36} {1e3 * means[name]:>9.2f} {1e3 * p50:>9.2f} {1e3 * max(ts):>9.2f}")
+        for stat, v in (("mean", means[name]), ("p50", p50), ("max", max(ts))):
+            rec.figure("wide per response", 1e3 * v, "ms", rows=500, columns=8, case=name, stat=stat)
+        rec.figure("wide per response", len(ts), "", rows=500, columns=8, case=name, stat="n")
     first = next(iter(means.values()))
     print(f"compat / strict cold (mean): {means['compat (official semantics)'] / first:.1f}×")
+    rec.ratio("compat / strict cold, mean per response", means["compat (official semantics)"], first, rows=500,
+              columns=8, against="strict scoring with every cache cleared, the same tables, in the same process")  # fmt: skip
+
+
+def sweep(r: random.Random, sizes: list[int], n: int, rec: Record) -> None:
+    """Scorer cost vs table size: ``n`` responses to a task of each size in ``sizes`` (gold rows,
+    6 columns), strict with every cache cleared, strict on the same responses again, and
+    compat on a quarter of them (at least one)."""
+    print(f"\nscorer cost vs table size: 6 columns, every metric kind, one core, {n} responses per size "
+          f"(compat: {max(1, n // 4)})")  # fmt: skip
+    print(f"{'rows':>6} {'strict cold ms':>15} {'strict warm ms':>15} {'compat ms':>10}  (mean per response)")
+    for rows in sizes:
+        task = make_task(r, rows)
+        pairs = [(task, make_response(task, r)) for _ in range(n)]
+        got = {"strict cold": time_mode(pairs, "strict", cold=True), "strict warm": time_mode(pairs, "strict"),
+               "compat": time_mode(pairs[: max(1, n // 4)], "compat")}  # fmt: skip
+        for mode, ts in got.items():
+            rec.figure("cost per response", 1e3 * statistics.mean(ts), "ms", rows=rows, columns=6, mode=mode,
+                       stat="mean")  # fmt: skip
+            rec.figure("responses", len(ts), "", rows=rows, columns=6, mode=mode)
+        print(f"{rows:>6} " + " ".join(f"{1e3 * statistics.mean(ts):>15.3f}" for ts in got.values()))
 
 
 def time_mode(pairs, mode: str, cold: bool = False, keep_task: bool = False) -> list[float]:
     times = []
+    options = {"today": dt.date(2026, 11, 21)} if mode == "compat" else {}  # (the strict scorer reads no date)
     for task, resp in pairs:
         if cold:
             _clear_caches(task, keep_task)
         t = time.perf_counter()
-        score(resp, task, mode=mode, today=dt.date(2026, 11, 21))
+        score(resp, task, mode=mode, **options)
         times.append(time.perf_counter() - t)
     return times
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--responses", type=int, default=2000)
     ap.add_argument("--wide", type=int, default=20, help="500 × 8 responses to time (0 skips)")
     ap.add_argument("--world", type=int, default=20_000, help="entities of the task-generation world (0 skips)")
+    ap.add_argument("--sweep", type=int, nargs="*", default=[10, 50, 200, 500],
+                    help="gold rows of the tables of the cost-vs-size sweep (none skips it)")  # fmt: skip
+    ap.add_argument("--sweep-responses", type=int, default=8, help="responses per size in the sweep")
+    add_options(ap)
     args = ap.parse_args()
+    with Record("score", args) as rec:
+        run(args, rec)
+
+
+def run(args: argparse.Namespace, rec: Record) -> None:
     try:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     except (AttributeError, OSError):
@@ -208,6 +246,8 @@ def main() -> None:
         print(
             f"{name:<8} {len(ts):>6} {1e3 * statistics.mean(ts):>9.3f} {1e3 * p50:>9.3f} {1e3 * p99:>9.3f} {len(ts) / sum(ts):>10.0f}"
         )
+        rec.stats("per response", {"n": len(ts), "mean_ms": 1e3 * statistics.mean(ts), "p50_ms": 1e3 * p50,
+                                   "p99_ms": 1e3 * p99, "tables_per_s": len(ts) / sum(ts)}, rows=20, columns=6, mode=name)  # fmt: skip
 
     print("20-row × 6-column tables, every metric kind, one core")
     print("strict: warm per-task and per-string caches (many rollouts of one task); cold: caches cleared")
@@ -216,8 +256,12 @@ def main() -> None:
     row("cold", cold)
     row("compat", compat)
     print(f"compat / strict (mean): {statistics.mean(compat) / statistics.mean(strict):.1f}×")
+    rec.ratio("compat / strict, mean per response", statistics.mean(compat), statistics.mean(strict), rows=20,
+              columns=6, against="strict scoring with warm caches, the same kinds of response, in the same process")  # fmt: skip
     if args.wide:
-        time_wide(r, args.wide)
+        time_wide(r, args.wide, rec)
+    if args.sweep:
+        sweep(r, args.sweep, args.sweep_responses, rec)
     if args.world:
         import fictionworld as fw
         from fictionworld.tasks.generate import generate_tasks
@@ -227,10 +271,14 @@ def main() -> None:
             t = time.perf_counter()
             made = generate_tasks(world, 100, kind=kind, seed=0)
             s = time.perf_counter() - t
+            rows = statistics.mean(len(x.gold.rows) for x in made)
             print(
                 f"task generation ({args.world:,} entities): 100 {kind} tasks in {s:.2f} s ({100 / s:.0f}/s), "
-                f"mean gold rows {statistics.mean(len(x.gold.rows) for x in made):.1f}"
+                f"mean gold rows {rows:.1f}"
             )
+            rec.figure("task generation", s, "s", entities=args.world, kind=kind, tasks=100, stat="wall")
+            rec.figure("task generation", 100 / s, "1/s", entities=args.world, kind=kind, tasks=100, stat="tasks/s")
+            rec.figure("task generation", rows, "", entities=args.world, kind=kind, tasks=100, stat="mean gold rows")
 
 
 if __name__ == "__main__":

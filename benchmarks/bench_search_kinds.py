@@ -20,13 +20,19 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import Record, add_options  # noqa: E402
 from search_children import timed, world_from_args  # noqa: E402
 
 PARTS = ["search", "engine", "linker", "results", "above", "union", "respell"]
 
 
 def main() -> None:
-    world, make, _ = world_from_args(__doc__)
+    world, make, args = world_from_args(__doc__, add_options)
+    with Record("search_kinds", args) as rec:
+        run(world, make, args.world, rec)
+
+
+def run(world, make, directory: str, rec: Record) -> None:
     web = world.web
     world.search("Juopla festival", k=10)
     spent: dict[str, float] = {}
@@ -53,11 +59,23 @@ def main() -> None:
         print(f"== {name}: p50 p90 p99 {pct(whole)} ms, max {whole.max():.1f}; less the engine p50 "
               f"{np.percentile(whole - x[:, 1], 50):.3f}; engine p50 {np.percentile(x[:, 1], 50):.3f}, "
               f"linking {np.percentile(x[:, 2], 50):.3f}, results {np.percentile(x[:, 3], 50):.3f}")  # fmt: skip
+        at = {"world": directory, "queries": name}
+        for p in (50, 90, 99):
+            rec.figure("world.search", np.percentile(whole, p), "ms", **at, stat=f"p{p}")
+        rec.figure("world.search", whole.max(), "ms", **at, stat="max")
+        for part, v in (("less the engine", whole - x[:, 1]), ("engine", x[:, 1]), ("linking", x[:, 2]),
+                        ("results", x[:, 3])):  # fmt: skip
+            rec.figure("part of world.search", np.percentile(v, 50), "ms", **at, part=part, stat="p50")
         for k in range(6):
             print(f"  kind {k}: {int((kind == k).sum())} queries, p50 p90 p99 {pct(whole[kind == k])} ms")
+            rec.figure("queries of a kind", int((kind == k).sum()), "", **at, kind=k)
+            for p in (50, 90, 99):
+                rec.figure("world.search by kind", np.percentile(whole[kind == k], p), "ms", **at, kind=k, stat=f"p{p}")
         print("  slowest: " + " / ".join(PARTS) + " (ms) | kind | query")
-        for j in np.argsort(-whole)[:30]:
+        for rank, j in enumerate(np.argsort(-whole)[:30], 1):
             print("   " + " ".join(f"{v:6.2f}" for v in x[j, :-1]) + f" | {int(kind[j])} | {queries[j]!r}")
+            for part, v in zip(PARTS, x[j, :-1]):
+                rec.figure("slowest queries", v, "ms", **at, rank=rank, part=part, kind=int(kind[j]), query=queries[j])
 
 
 if __name__ == "__main__":

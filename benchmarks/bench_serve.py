@@ -52,6 +52,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 from serve_harness import (  # this directory: the benchmark runs as a script
     AiohttpLoad,
     HttpxLoad,
@@ -67,6 +68,9 @@ from serve_report import (  # this directory too
     BATCH,
     HEAD,
     TARGET_ENTITIES,
+    TARGET_MEM_GROWTH,
+    TARGET_RATIO,
+    TARGET_WORKERS,
     check_targets,
     peer_rate,
     print_inprocess,
@@ -300,6 +304,45 @@ def warm_and_check(server: Server, data: dict, warm: list[str]) -> str:
     return ", ".join(f"{p} {s} ×{n}" for (p, s), n in sorted(got.items()))
 
 
+def record(rec: Record, inproc: dict, results: list[dict], mem: dict, stops: dict, targets: list) -> None:
+    """The run's figures: the in-process peers, each load configuration, the servers' memory and
+    stops; served / in-process and 2 / 1 workers' memory as ratio targets; the other targets'
+    verdicts as notes."""
+    world = inproc["world"]
+    at = {"entities": world["entities"]}
+    for key in ("facts", "pages"):
+        rec.figure(key, world[key], "", **at)
+    rec.figure("load and warm-up", world["load_and_warm_s"], "s", **at)
+    for key in ("search", "open", "handler_search", "handler_open", "handler_retrieve64"):
+        rec.stats("in-process", inproc[key], **at, what=key, one_core=inproc["pinned_one_core"])
+    for r in results:
+        fields = {k: v for k, v in r.items() if k not in ("workers", "kind", "concurrency")}
+        rec.stats("served", fields, **at, workers=r["workers"], kind=r["kind"], concurrency=r["concurrency"])
+    for w, m in mem.items():
+        for when, got in (("after start and warm-up", m["after_start"]), ("after the load", m["after_load"])):
+            if got["readable"]:
+                for field, value in got["total"].items():
+                    rec.figure("server memory", value / MiB, "MiB", **at, workers=w, when=when, of=field)
+    for w, s in stops.items():
+        if s["exit_code"] is not None:
+            rec.figure("supervisor exit code", s["exit_code"], "", **at, workers=w)
+        if s["stop_s"] is not None:
+            rec.figure("stop after SIGTERM", s["stop_s"], "s", **at, workers=w)
+    served = [r for r in results if r["workers"] == TARGET_WORKERS and r["kind"] == "search" and r["concurrency"] in (16, 64)]
+    if served:
+        best = max(served, key=lambda r: r["queries_per_s"])
+        rec.ratio(f"served search queries/s ({TARGET_WORKERS} workers, best of 16/64 clients) / in-process world.search",
+                  best["queries_per_s"], inproc["search"]["per_s"], at_least=TARGET_RATIO, **at,
+                  against="world.search on the same queries in one process pinned to one core, in the same run")  # fmt: skip
+        rec.figure("clients of the best served search", best["concurrency"], "", **at, workers=TARGET_WORKERS)
+    if 1 in mem and 2 in mem and mem[1]["after_load"]["readable"] and mem[2]["after_load"]["readable"]:
+        rec.ratio("total PSS after the load, 2 workers / 1 worker", mem[2]["after_load"]["total"]["Pss"],
+                  mem[1]["after_load"]["total"]["Pss"], at_most=1 + TARGET_MEM_GROWTH, **at,
+                  against="the 1-worker server after the same load, in the same run")  # fmt: skip
+    for name, measured, verdict in targets:
+        rec.note(f"{verdict}: {name}: {measured}")
+
+
 # -- main ----------------------------------------------------------------------------------
 def csv_ints(s: str) -> list[int]:
     try:
@@ -347,6 +390,7 @@ def parse_args():
     ap.add_argument("--quick", action="store_true", help="a smoke test: 2k world, 300 requests, 3 s per config")
     ap.add_argument("--json", help="write the results as JSON here")
     ap.add_argument("--inprocess-child", help=argparse.SUPPRESS)
+    add_options(ap)
     args = ap.parse_args()
     for k, v in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, k) is None:
@@ -361,6 +405,13 @@ def main() -> int:
     if args.inprocess_child:
         inprocess_child(args)
         return 0
+    with Record("serve", args) as rec:
+        code = run(args, rec)
+    return code
+
+
+def run(args: argparse.Namespace, rec: Record) -> int:
+    """The in-process peers, then the servers under load: printed, recorded, and the exit code."""
     import httpx
     import psutil
 
@@ -468,6 +519,11 @@ def main() -> int:
     print(f"\n== targets{note} ==")
     for name, measured, verdict in targets:
         print(f"{verdict:<4}  {name}: {measured}")
+    record(rec, inproc, results, mem, stops, targets)
+    rec.figure("load generator CPU", cpu_run, "s", entities=ents)
+    rec.figure("run", wall, "s", entities=ents)
+    if interrupted or failed:
+        rec.note(f"the run was {'interrupted' if interrupted else 'stopped by an error'}: what was measured until then")
     if args.json:
         out = {
             "argv": sys.argv[1:],

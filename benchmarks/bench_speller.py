@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 
 
 def misspell(word: str, letters: str, rng: random.Random) -> str:
@@ -45,7 +46,13 @@ def main() -> None:
     ap.add_argument("--world", required=True, help="a saved world with its web")
     ap.add_argument("--words", type=int, default=2000, help="misspellings per speller and kind")
     ap.add_argument("--seed", type=int, default=0)
+    add_options(ap)
     args = ap.parse_args()
+    with Record("speller", args) as rec:
+        run(args, rec)
+
+
+def run(args: argparse.Namespace, rec: Record) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from search_children import latency_world
 
@@ -61,7 +68,10 @@ def main() -> None:
     for label, speller in spellers.items():
         t = time.perf_counter()
         letters = speller._letters
-        print(f"{label}: {len(speller):,} words; its letters read in {(time.perf_counter() - t) * 1000:.1f} ms")
+        read_ms = (time.perf_counter() - t) * 1000
+        print(f"{label}: {len(speller):,} words; its letters read in {read_ms:.1f} ms")
+        rec.figure("words", len(speller), "", world=args.world, speller=label)
+        rec.figure("letters read", read_ms, "ms", world=args.world, speller=label)
         for edits in (1, 2):
             words = []
             while len(words) < args.words:
@@ -88,8 +98,15 @@ def main() -> None:
                 p50, p90, p99 = np.percentile(ms, [50, 90, 99])
                 name = f"  {edits} edit{'s' if edits > 1 else ''}, {way} the one-edit search"
                 print(f"{name:44} {p50:7.2f} {p90:6.2f} {p99:6.2f} {ms.mean():6.2f}")
+                at = {"world": args.world, "speller": label, "edits": edits, "words": args.words}
+                rec.stats("Speller.correct", {"p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "mean_ms": ms.mean()}, **at,
+                          one_edit_search=way)  # fmt: skip
             print(f"  mean without / with: {np.mean(times['without']) / np.mean(times['with']):.2f}x")
+            rec.ratio("Speller.correct mean, without / with the one-edit search", np.mean(times["without"]),
+                      np.mean(times["with"]), world=args.world, speller=label, edits=edits, words=args.words,
+                      against="the same misspellings corrected with the one-edit search, alternated, one core")  # fmt: skip
     print("answers: the same for every word")
+    rec.note("answers: the same for every word, with and without the one-edit search")
 
 
 if __name__ == "__main__":

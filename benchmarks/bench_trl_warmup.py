@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import line  # noqa: E402
+from record import Record, add_options  # noqa: E402
 
 WARMUPS = {"1 × 60 epochs": {"epochs": 60, "batch": 1, "warmup_steps": 10},
            "4 × 150 steps": {"epochs": 150, "batch": 4, "warmup_steps": 0}}  # fmt: skip
@@ -56,9 +57,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--worlds", nargs="+", default=["0:1500", "3:1500"], help="seed:entities of each world")
     p.add_argument("--grpo-steps", type=int, default=4, help="GRPO steps after each warm-up (1 or more)")
+    add_options(p)
     a = p.parse_args()
     if a.grpo_steps < 1:
         p.error("--grpo-steps must be 1 or more")
+    with Record("trl_warmup", a) as rec:
+        warmups(a, rec)
+
+
+def warmups(a: argparse.Namespace, rec: Record) -> None:
+    """Each world's two warm-ups, in alternating order, printed and recorded."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from fictionworld.integrations.trl_demo import demo_data
@@ -75,8 +83,18 @@ def main() -> None:
             print(f"world {spec:>10}  {name}: {r['seconds']:5.1f} s ({r['seconds'] / r['steps']:.3f} s a step, "
                   f"{r['steps']} steps)  loss {r['first']:.2f} → {r['last']:.4f}  "
                   f"GRPO rewards {' '.join(f'{x:.2f}' for x in r['rewards'])}", flush=True)  # fmt: skip
+            at = {"world": spec, "warmup": name, "grpo_steps": a.grpo_steps}
+            rec.figure("warm-up", r["seconds"], "s", **at)
+            rec.figure("warm-up per step", r["seconds"] / r["steps"], "s", **at)
+            rec.figure("warm-up steps", r["steps"], "", **at)
+            rec.figure("loss", r["first"], "", **at, step="first")
+            rec.figure("loss", r["last"], "", **at, step="last")
+            for i, x in enumerate(r["rewards"], 1):
+                rec.figure("GRPO reward", x, "", **at, step=i)
         old, new = got["4 × 150 steps"]["seconds"], got["1 × 60 epochs"]["seconds"]
         print(f"world {spec:>10}  old / new warm-up time: {old / new:.2f}×", flush=True)
+        rec.ratio("warm-up time, 4 × 150 steps / 1 × 60 epochs", old, new, world=spec, grpo_steps=a.grpo_steps,
+                  against="the default warm-up (1 × 60 epochs) on the same world and data, in the same process")  # fmt: skip
     print(line())
 
 

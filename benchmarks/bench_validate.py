@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
+
 STREAM = """
 import json, sys, time
 from fictionworld.check.stream import check_world_dir
@@ -71,7 +73,13 @@ def main() -> None:
     ap.add_argument("--world", required=True, help="a saved world directory")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-peer", action="store_true", help="skip the whole-world peers (they hold the world)")
+    add_options(ap)
     a = ap.parse_args()
+    with Record("validate", a) as rec:
+        run(a, rec)
+
+
+def run(a: argparse.Namespace, rec: Record) -> None:
     rows = {"streamed check": sampled(STREAM, a.world, str(a.workers)), "streamed hash": sampled(HASH, a.world)}
     if not a.no_peer:
         rows["whole check (peer)"] = sampled(WHOLE, a.world)
@@ -80,12 +88,26 @@ def main() -> None:
     for name, r in rows.items():
         notes = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items() if k not in ("wall_s", "peak_one_gib", "peak_tree_gib")}  # fmt: skip
         print(f"{name:<20} {r['wall_s']:>8.1f}s {r['peak_one_gib']:>8.2f}GiB {r['peak_tree_gib']:>8.2f}GiB  {notes}")
+        at = {"world": a.world, "workers": a.workers, "what": name}
+        rec.figure("wall", r["wall_s"], "s", **at)
+        rec.figure("peak RSS", r["peak_one_gib"], "GiB", **at, of="one process")
+        rec.figure("peak RSS", r["peak_tree_gib"], "GiB", **at, of="the process tree")
+        for key, value in notes.items():
+            if key == "hash":
+                rec.note(f"{name}: world hash {value}")
+            else:
+                rec.figure(key, r[key], "s" if key.endswith("_s") else "", **at)
     if not a.no_peer:
         s, w = rows["streamed check"], rows["whole check (peer)"]
         print(f"streamed / whole: wall {s['wall_s'] / w['wall_s']:.2f}x, peak of one process "
               f"{s['peak_one_gib'] / w['peak_one_gib']:.2f}x, tree {s['peak_tree_gib'] / w['peak_tree_gib']:.2f}x")  # fmt: skip
         assert s["violations"] == w["violations"], "the streamed and the whole check disagree"
         assert rows["streamed hash"]["hash"] == rows["load + hash (peer)"]["hash"], "the hashes differ"
+        peer = "the whole-world check (World.load + check_world in one process) on the same world, same run"
+        for key, what in (("wall_s", "wall"), ("peak_one_gib", "peak RSS of one process"),
+                          ("peak_tree_gib", "peak RSS of the process tree")):  # fmt: skip
+            rec.ratio(f"{what}: streamed / whole check", s[key], w[key], world=a.world, workers=a.workers, against=peer)
+        rec.note("the streamed and the whole check found the same violations; the streamed and the loaded hash agree")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import sys
 import time
 
 import numpy as np
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 
 import fictionworld as fw
 from fictionworld.env import EnvConfig, SearchEnv
@@ -55,7 +56,15 @@ def main() -> int:
     ap.add_argument("--tasks", type=int, default=12, help="wide tasks per (preset, seed)")
     ap.add_argument("--deep", type=int, default=4, help="deep tasks per (preset, seed)")
     ap.add_argument("--json", default=None, help="also write the rows here")
+    add_options(ap)
     args = ap.parse_args()
+    with Record("wide", args) as rec:
+        missed = run(args, rec)
+    return 1 if missed else 0
+
+
+def run(args: argparse.Namespace, rec: Record) -> int:
+    """Every (preset, seed): its row printed and recorded; the explorer's runs that missed a row."""
     worlds: dict[int, fw.World] = {}
     rows, missed = [], 0
     head = (f"{'preset':<11}{'seed':>5}{'tasks':>6}{'rows (mean/max)':>17}{'cols':>6}{'cells':>8}"
@@ -97,11 +106,19 @@ def main() -> int:
                   f"{row['columns_mean']:>6.1f}{row['cells_mean']:>8.0f}{recall:>8.3f}{sr:>6.2f}"
                   f"{row['explorer_calls_mean']:>7.0f}{row['explorer_calls_max']:>7}{row['calls_ratio']:>9.2f}"
                   f"{one_page:>7}{row['seconds']:>7.1f}", flush=True)  # fmt: skip
+            at = {"preset": preset, "seed": seed, "entities": n, "wide_tasks": args.tasks, "deep_tasks": args.deep}
+            for key, value in row.items():
+                if key not in at and isinstance(value, int | float):
+                    rec.figure(key, value, "s" if key == "seconds" else "", **at)
+            for family, count in row["families"].items():
+                rec.figure("tasks of a family", count, "", **at, family=family)
     print("WideSearch (published): 938.6 cells per English task, 2001.2 per Chinese task; 44+ pages, ~2.3 h by hand")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)
-    return 1 if missed else 0
+    rec.figure("explorer runs that missed a row", missed, "", presets=" ".join(args.presets),
+               seeds=" ".join(map(str, args.seeds)), wide_tasks=args.tasks, deep_tasks=args.deep)  # fmt: skip
+    return missed
 
 
 if __name__ == "__main__":

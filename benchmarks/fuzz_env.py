@@ -23,6 +23,7 @@ import argparse
 import sys
 import time
 
+from record import Record, add_options  # (beside this script: its directory is on sys.path)
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 import fictionworld as fw
@@ -36,13 +37,23 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="seed of the actions and episodes")
     ap.add_argument("--entities", type=int, default=300, help="size of the world (seed 5)")
     ap.add_argument("--tasks", type=int, default=6, help="mixed tasks the episodes cycle through")
+    add_options(ap)
     args = ap.parse_args()
+    with Record("fuzz_env", args) as rec:
+        ok = run(args, rec)
+    sys.exit(0 if ok else 1)
 
+
+def run(args: argparse.Namespace, rec: Record) -> bool:
+    """The world, the fuzzing, its summary printed and recorded; whether every promise held."""
     t = time.perf_counter()
     world = fw.generate(seed=5, entities=args.entities)
     tasks = generate_tasks(world, args.tasks, kind="mixed", seed=1)
     pages = len(world.web.pages)
     print(f"world: {args.entities:,} entities, {pages:,} pages, {len(tasks)} tasks ({time.perf_counter() - t:.1f} s)")
+    at = {"cases": args.cases, "seed": args.seed, "entities": args.entities, "tasks": args.tasks}
+    rec.figure("world and tasks made", time.perf_counter() - t, "s", **at)
+    rec.figure("pages", pages, "", **at)
 
     columns = (TextColumn("fuzzing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as bar:
@@ -51,7 +62,24 @@ def main() -> None:
         report = run_fuzz(args.cases, args.seed, world, tasks, progress=lambda n: bar.advance(task, n))
         seconds = time.perf_counter() - t
     summarize(report, seconds, args.seed)
-    sys.exit(0 if report.ok else 1)
+    record(rec, report, seconds, at)
+    return report.ok
+
+
+def record(rec: Record, r: FuzzReport, seconds: float, at: dict) -> None:
+    """The counts of the summary as figures (labelled ``at``), its digest and verdict as notes."""
+    for name, count in (("cases stepped", r.cases), ("bad by construction", r.bad), ("after the end", r.steps_after_end),
+                        ("episodes", r.episodes), ("episodes ended with a reward above 0", r.positive),
+                        ("exceptions", r.exceptions), ("rewards outside [0, 1]", r.out_of_range)):  # fmt: skip
+        rec.figure(name, count, "", **at)
+    for name, counter in (("episodes ended by", r.ends), ("cases of a family", r.kinds),
+                          ("first observations", r.outcomes), ("broken promises", r.problems)):  # fmt: skip
+        for key, count in sorted(counter.items()):
+            rec.figure(name, count, "", **at, of=str(key))
+    rec.figure("slowest case", r.slowest[0] * 1000, "ms", **at)
+    rec.figure("time", seconds, "s", **at)
+    rec.figure("rate", r.cases / seconds, "1/s", **at, what="cases per s")
+    rec.note(f"slowest case: {r.slowest[1]}; results digest: {r.digest}; {'OK' if r.ok else 'FAILED'}")
 
 
 def summarize(r: FuzzReport, seconds: float, seed: int) -> None:

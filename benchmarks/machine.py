@@ -5,8 +5,9 @@
 Figures taken on different days are not comparable on their own. The same code (a9631d6's), on
 the same world, read a 1M ``world.search`` p50 of 0.97-0.99 ms on 2026-11-27 and 1.83-1.87 ms
 on 2026-11-28, even in that day's fastest spells; and on 2026-11-28 this machine's speed swung
-1.6-1.8x within minutes (`benchmarks/BIG_WORLDS.md`, "This machine's speed is not constant"). The benchmarks print
-this line beside their figures, so that a reader can tell a slower machine from slower code.
+1.6-1.8x within minutes (`benchmarks/BIG_WORLDS.md`, "Measuring on a machine whose speed
+swings"). The benchmarks print this line beside their figures, so that a reader can tell a
+slower machine from slower code.
 
 The calibration is a fixed piece of work of the kinds a search spends its time on, none of it
 this project's code: Python bytecode over dicts, lists and strings; a regular expression with

@@ -408,15 +408,18 @@ def timed(cls, name: str, part: str, spent: dict) -> None:
     setattr(cls, name, wrapper)
 
 
-def world_from_args(doc: str):
-    """(world, latency query maker, world directory) of a benchmark run as ``--world DIR``
-    (:func:`latency_world`); ``doc``: the script's docstring, its first paragraph the help."""
+def world_from_args(doc: str, options=None):
+    """(world, latency query maker, parsed arguments) of a benchmark run as ``--world DIR``
+    (:func:`latency_world`); ``doc``: the script's docstring, its first paragraph the help;
+    ``options``: a function that adds the script's other options to the parser."""
     import argparse
 
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--world", required=True, help="a saved world (fictionworld generate --out DIR)")
-    directory = ap.parse_args().world
-    return (*latency_world(directory), directory)
+    if options is not None:
+        options(ap)
+    args = ap.parse_args()
+    return (*latency_world(args.world), args)
 
 
 # ``--split``: where each ``world.search`` goes, the same query asked the first time and again.
