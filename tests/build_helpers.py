@@ -71,21 +71,35 @@ def fingerprint(path: Path) -> dict:
     }
 
 
+_STOPPED: dict[tuple[str, int], Path] = {}  # (step, workers) -> a build stopped there, made once per process
+
+
 def _stopped_at(step: str, path: Path, monkeypatch, workers: int) -> Path:
     """The reference world built in 3 shards to ``path`` and stopped, as a kill would stop it,
-    where the build calls ``join.<step>``; its build directory."""
+    where the build calls ``join.<step>``; its build directory. The build runs once per process
+    and step; each caller gets a copy of it (nothing in a build directory names its path)."""
+    import atexit
+    import shutil
+    import tempfile
+
     import pytest
 
     from fictionworld.web import join
     from fictionworld.web.shards import BUILD_DIR, build_world
 
-    def stop(*_):
-        raise KeyboardInterrupt
+    if (step, workers) not in _STOPPED:
+        made = Path(tempfile.mkdtemp(prefix="fictionworld-stopped-"))
+        atexit.register(shutil.rmtree, made, ignore_errors=True)
 
-    monkeypatch.setattr(join, step, stop)
-    with pytest.raises(KeyboardInterrupt):
-        build_world(small_spec(), SEED, path, workers=workers, shards=3)
-    monkeypatch.undo()
+        def stop(*_):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(join, step, stop)
+        with pytest.raises(KeyboardInterrupt):
+            build_world(small_spec(), SEED, made / "w", workers=workers, shards=3)
+        monkeypatch.undo()
+        _STOPPED[step, workers] = made / "w"
+    shutil.copytree(_STOPPED[step, workers], path)
     return path / BUILD_DIR
 
 

@@ -13,6 +13,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from fictionworld.env import EnvConfig, SearchEnv
 from fictionworld.env.env import AGENTWORLD_RESULTS
@@ -196,7 +197,7 @@ _XML_BITS = ["<tool_call>", "</tool_call>", "<function=", "</function>", "<param
              "web_search", "queries", "query", "url", "answer", "text", '["a"]', "[", "1", "x", " "]  # fmt: skip
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500))
 @given(text=st.lists(st.sampled_from(_XML_BITS), max_size=40).map("".join))
 def test_any_xml_like_text_parses_to_calls_or_errors(text):
     _, calls = parse_action(text, allowed=TOOL_SETS["all"], max_arg_chars=2_000, turn=1)

@@ -156,6 +156,7 @@ def test_every_benchmark_writes_a_record():
     assert any(name_of(c) == "report" and any(k.arg == "rec" for k in c.keywords) for c in calls(rollout))
 
 
+@pytest.mark.cli
 def test_a_benchmark_run_writes_a_valid_record(tmp_path):
     argv = [sys.executable, str(BENCH / "bench_score.py"), "--responses", "20", "--wide", "0", "--world", "0",
             "--sweep", "10", "20", "--sweep-responses", "2", "--results", str(tmp_path)]  # fmt: skip

@@ -14,6 +14,8 @@ from fictionworld.spec import GENERATION_BLOCK, default_spec
 from generators import generate_world
 from generators.naming import _Taken, name_hashes
 
+pytestmark = pytest.mark.big
+
 
 def blocked(entities: int, block: int, **counts):
     spec = default_spec(entities)
@@ -137,7 +139,7 @@ def test_a_block_draws_the_same_whatever_comes_after_it():
     assert first_block(small) == first_block(large)
 
 
-def test_local_processes_and_ray_tasks_make_the_same_world():
+def test_local_processes_and_ray_tasks_make_the_same_world(ray_cluster):
     spec = blocked(8_000, 128)
     here = generate_world(spec, 6)
     local = LocalTasks(2)
@@ -146,11 +148,4 @@ def test_local_processes_and_ray_tasks_make_the_same_world():
         same(here, generate_world(spec, 6, tasks=local))
     finally:
         local.stop()
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    tasks = RayTasks(None, 2)
-    try:
-        same(here, generate_world(spec, 6, tasks=tasks))
-    finally:
-        if started:
-            ray.shutdown()
+    same(here, generate_world(spec, 6, tasks=RayTasks(None, 2)))

@@ -14,6 +14,8 @@ from build_helpers import SEED, fingerprint, small_spec, stopped_before_the_inde
 
 from fictionworld.web.shards import BUILD_DIR, build_world
 
+pytestmark = pytest.mark.big
+
 
 def _flip(path: Path) -> None:
     data = bytearray(path.read_bytes())

@@ -17,6 +17,8 @@ from build_helpers import SEED, fingerprint, small_spec, stopped_before_the_inde
 import fictionworld as fw
 from fictionworld.web.shards import BUILD_DIR, BuildError, build_world
 
+pytestmark = pytest.mark.big
+
 
 def _cli(out: Path, workers: int = 2, shards: int = 24) -> list[str]:
     return [sys.executable, "-m", "fictionworld.cli", "generate", "--seed", "5", "--entities", "20000",

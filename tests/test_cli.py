@@ -8,6 +8,8 @@ import sys
 import pytest
 from helpers import add_fact
 
+pytestmark = pytest.mark.cli
+
 
 def run(*args, check=False):
     return subprocess.run(

@@ -14,6 +14,8 @@ import pytest
 from fictionworld.scoring.io import export_widesearch
 from fictionworld.tasks.model import read_tasks
 
+pytestmark = [pytest.mark.cli, pytest.mark.ray]  # its commands run rollouts on Ray
+
 
 def run(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(

@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 from fictionworld.cli import app
 
+pytestmark = pytest.mark.cli
+
 APP = app
 
 

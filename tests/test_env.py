@@ -8,6 +8,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from fictionworld.env import TOOLS, EnvConfig, SearchEnv, parse_action
 from fictionworld.knobs import Knobs, Schedule
@@ -196,7 +197,7 @@ actions = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(action=actions)
 def test_no_action_raises(env, tasks, action):
     env.reset(tasks[1], seed=0)

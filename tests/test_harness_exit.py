@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.cli  # pytest in subprocesses
+
 TESTS = Path(__file__).resolve().parent
 
 BODY = """

@@ -102,6 +102,7 @@ def test_in_process_tools_answer_as_the_env(service, saved_world, query):
     anyio.run(main)
 
 
+@pytest.mark.cli
 def test_over_stdio(saved_world, service, query):
     params = StdioServerParameters(command=sys.executable, args=[*CLI[1:], str(saved_world), "--transport", "stdio"],
                                    cwd=str(ROOT))  # fmt: skip
@@ -140,6 +141,7 @@ def start_http(saved_world) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
+@pytest.mark.cli
 def test_over_streamable_http(saved_world, service, query):
     proc, url = start_http(saved_world)
     try:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_helpers import make_env
+from profiles import examples
 
 from fictionworld.env import TOOL_SETS, TOOLS, EnvConfig, SearchEnv, tool_schemas
 from fictionworld.env.tools import MEMORY_ACTIONS, DictMemory
@@ -369,7 +370,7 @@ def capped_env(small_world):
     return SearchEnv(small_world.web, EnvConfig(tools="memory", max_turns=1_000, max_observation_chars=300, **CAPS))
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(300),
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(sequence=st.lists(memory_args, min_size=1, max_size=30) | st.lists(good_args, min_size=5, max_size=30))
 def test_random_sequences_match_a_dict(capped_env, task, sequence):

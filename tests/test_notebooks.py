@@ -11,7 +11,13 @@ import fictionworld as fw
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def marked(path: Path):
+    """A notebook that trains (its code calls a trainer demo) is marked `trainers`."""
+    code = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    return pytest.param(path, id=path.name, marks=[pytest.mark.trainers] if "integrations.trl_demo" in code else [])
+
+
+@pytest.mark.parametrize("path", [marked(p) for p in NOTEBOOKS])
 def test_notebook_code_runs(path, capsys, tmp_path, monkeypatch):
     # A notebook's temporary directories (a world, a training run) go under pytest's, which
     # it cleans, not the system's, where each run of the suite left 4.6 MB behind.

@@ -2,11 +2,12 @@
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import fictionworld as fw
 
 
-@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=examples(14), suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**63 - 1), entities=st.integers(150, 6_000))
 @example(seed=0, entities=6_000)
 @example(seed=2**62 + 7, entities=12_000)
@@ -18,7 +19,7 @@ def test_generated_worlds_validate_clean(seed, entities):
     assert len(world.facts) >= 5 * len(world.entities) * 0.8
 
 
-@settings(max_examples=6, deadline=None, derandomize=True)
+@settings(max_examples=examples(6))
 @given(seed=st.integers(0, 2**32), year=st.integers(1950, 2100))
 @example(seed=1, year=1950)
 def test_worlds_with_another_present_validate_clean(seed, year):

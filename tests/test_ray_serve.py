@@ -12,10 +12,11 @@ import pytest
 serve = pytest.importorskip("ray.serve", reason="ray[serve] is not installed")
 httpx = pytest.importorskip("httpx")
 
-import ray  # noqa: E402
 
 from fictionworld.env.service import Limits, WorldService  # noqa: E402
 from fictionworld.knobs import Knobs  # noqa: E402
+
+pytestmark = pytest.mark.ray
 
 REPLICAS = 2
 # Not the defaults: the replicas must rebuild both from the dicts they are sent.
@@ -31,14 +32,13 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def served(saved_world):
-    """(base URL, the world's service in this process, seconds the deployment took)."""
+    """(base URL, the world's service in this process, seconds the deployment took), on the
+    run's Ray cluster; Serve is shut down after the module."""
+    from conftest import shared_ray
+
     from fictionworld.integrations.ray_serve import deploy
 
-    if ray.is_initialized():  # left by another module: this one needs its own cluster and Serve
-        ray.shutdown()
-    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
-    # "local": a cluster of its own, even where another one runs (or a stale one is on record).
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    shared_ray()
     port = _free_port()
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port},
@@ -49,7 +49,6 @@ def served(saved_world):
         yield f"http://127.0.0.1:{port}", WorldService.open(saved_world, knobs=KNOBS, limits=LIMITS), seconds
     finally:
         serve.shutdown()
-        ray.shutdown()
 
 
 @pytest.fixture(scope="module")

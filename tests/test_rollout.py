@@ -21,16 +21,7 @@ from rollout.pool import RolloutPool, make_jobs, run_rollouts
 from rollout.records import RunError, export_parquet, group_advantages, read_episodes
 from rollout.train import SoftmaxPolicy, plot_curve, train_policy
 
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    import ray
-
-    from rollout.pool import init_ray
-
-    init_ray(num_cpus=2)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.ray
 
 
 @pytest.fixture(scope="module")

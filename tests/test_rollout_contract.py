@@ -324,6 +324,7 @@ def test_the_policy_gets_observations_with_the_steps_calls(world, tasks):
     assert call_status(Observation.from_step(plain, info)) == "not_found"
 
 
+@pytest.mark.ray  # a cluster of its own, of 1 CPU
 def test_a_ray_smaller_than_the_workers_is_an_error_not_a_hang(tmp_path):
     """A local Ray started earlier in the process with 1 CPU cannot hold 2 actors: the pool
     says so at once instead of waiting forever for the second one."""

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from rapidfuzz import fuzz, process
 from scoring_helpers import FULL_ROWS, full_task, make_task, table
 
@@ -393,7 +394,7 @@ def test_gold_answers_score_one_on_every_task(wide, deep):
 
 
 # -- any column, any hedge: hypothesis ----------------------------------------------------------
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400))
 @given(
     row=st.integers(0, 2),
     col=st.integers(1, 4),

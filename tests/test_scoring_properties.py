@@ -4,6 +4,7 @@ import string
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from scoring_helpers import FULL_ROWS, full_task, table
 
 from fictionworld.scoring import METRIC_NAMES, score
@@ -55,13 +56,13 @@ def in_unit(s):
     return all(0.0 <= getattr(s, m) <= 1.0 for m in METRIC_NAMES)
 
 
-@settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(10_000), suppress_health_check=list(HealthCheck))
 @given(anything)
 def test_strict_never_raises_and_stays_in_unit_interval(text):
     assert in_unit(score(text, TASK))
 
 
-@settings(max_examples=1_500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(1_500), suppress_health_check=list(HealthCheck))
 @given(anything)
 def test_compat_never_raises(text):
     s = score(text, TASK, mode="compat")
@@ -71,7 +72,7 @@ def test_compat_never_raises(text):
 answers = st.lists(st.lists(cell, min_size=5, max_size=5), max_size=6).map(lambda extra: [*FULL_ROWS, *extra])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(answers, st.randoms(use_true_random=False))
 def test_shuffling_rows_or_columns_changes_nothing(rows, rnd):
     base = score(table(HEAD, rows), TASK)
@@ -87,7 +88,7 @@ def test_shuffling_rows_or_columns_changes_nothing(rows, rnd):
         assert base.metrics() == shuffled.metrics()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.lists(st.sampled_from(range(3)), max_size=3, unique=True), st.randoms(use_true_random=False))
 def test_perfect_subsets_shuffled(keep, rnd):
     rows = [FULL_ROWS[i] for i in keep]
@@ -96,7 +97,7 @@ def test_perfect_subsets_shuffled(keep, rnd):
     assert s.precision_by_row == (1.0 if rows else 0.0) and abs(s.recall_by_row - len(rows) / 3) < 1e-12
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(answers, st.lists(cell, min_size=5, max_size=5))
 def test_a_wrong_row_lowers_precision_only(rows, wrong):
     wrong = ["Nobody Ltd " + wrong[0], *wrong[1:]]
@@ -106,7 +107,7 @@ def test_a_wrong_row_lowers_precision_only(rows, wrong):
     assert more.precision_by_row <= base.precision_by_row and more.precision_by_item <= base.precision_by_item
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(answers, st.data())
 def test_duplicates_and_near_duplicates_never_raise_a_score(rows, data):
     base = score(table(HEAD, rows), TASK)

@@ -23,6 +23,8 @@ import pytest
 from fictionworld.env.service import Limits, WorldService, passage_text
 from fictionworld.knobs import Knobs
 
+pytestmark = pytest.mark.cli
+
 CLI = [sys.executable, "-m", "fictionworld.cli"]
 URL_LINE = re.compile(r"http://\S+?:(\d+) serving")
 

@@ -13,6 +13,8 @@ import pyarrow as pa
 import pytest
 from build_helpers import resident_bytes, small_spec
 
+pytestmark = pytest.mark.big
+
 
 def test_shard_files_are_written_compressed_and_read_back_whole(tmp_path):
     """A shard's pages are written compressed (smaller than the same table written plain), and

@@ -14,6 +14,8 @@ from fictionworld.web.pages import url_order
 from fictionworld.web.shards import build_world, plan_shards
 from fictionworld.web.urls import unique_urls, with_urls
 
+pytestmark = pytest.mark.big
+
 
 @pytest.mark.parametrize(("workers", "shards"), [(1, 2), (2, 2), (2, 4), (2, 7)])
 def test_any_number_of_shards_and_workers_builds_the_same_world(reference, tmp_path, workers, shards):
@@ -71,6 +73,7 @@ def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_p
     assert saved["pages"] == reference[1]["pages"]  # the same dictionary and frames, byte for byte
 
 
+@pytest.mark.ray  # a cluster of its own, of two nodes
 def test_a_two_node_ray_cluster_builds_the_same_world(reference, tmp_path):
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster

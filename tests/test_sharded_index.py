@@ -12,6 +12,8 @@ from build_helpers import SEED, small_spec
 
 from fictionworld.web.shards import build_world
 
+pytestmark = pytest.mark.big
+
 
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):

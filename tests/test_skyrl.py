@@ -248,6 +248,7 @@ def test_32_threads_step_like_serial(world, items):
 
 
 # -- (c) skyrl-gym's own search env against `fictionworld serve` ----------------------------------------
+@pytest.mark.cli
 def test_skyrl_search_env_against_the_server(saved_world, world):
     from test_serve import running
 
@@ -303,6 +304,7 @@ def test_export_script_and_refusals(export, tasks, saved_world, tmp_path):
         fs.export_skyrl(tasks, saved_world, tmp_path / "bad", tools="nope")
 
 
+@pytest.mark.cli
 def test_export_skyrl_command(saved_world, tasks, tmp_path):
     from fictionworld.tasks.model import write_tasks
 

@@ -17,6 +17,8 @@ from fictionworld.records import ViolationKind as K
 from fictionworld.schema import PREDICATE_CODE, PREDICATES
 from fictionworld.streaming import SavedWorld, stream_world_hash
 
+pytestmark = pytest.mark.big
+
 ON_DISK = [k for k in PLANTS if k not in (K.DANGLING_REFERENCE, K.UNKNOWN_PREDICATE)]  # the loader refuses these
 
 
@@ -191,13 +193,7 @@ def test_a_corrupt_fact_file_is_a_clear_error(saved_world, tmp_path, column, val
         stream_world_hash(d)
 
 
-def test_ray_tasks_check_as_local_processes_do(world, tmp_path):
-    ray = pytest.importorskip("ray")
+def test_ray_tasks_check_as_local_processes_do(world, tmp_path, ray_cluster):
     path = saved(PLANTS[K.SYMMETRY](world), tmp_path)
     local = check_world_dir(path, workers=1, max_facts=20_000)
-    if ray.is_initialized():
-        ray.shutdown()
-    try:
-        assert check_world_dir(path, use_ray=True, workers=2, max_facts=20_000) == local
-    finally:
-        ray.shutdown()
+    assert check_world_dir(path, use_ray=True, workers=2, max_facts=20_000) == local

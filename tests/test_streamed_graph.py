@@ -18,6 +18,8 @@ from fictionworld.streaming import stream_world_hash
 from generators import generate_world
 from generators.streamed import Spooled, write_graph_files
 
+pytestmark = pytest.mark.big
+
 FILES = ("entities.parquet", "facts.parquet", "manifest.json")
 
 

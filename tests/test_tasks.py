@@ -159,6 +159,7 @@ def test_bad_task_files_fail_clearly(tmp_path):
         load_tasks(p)
 
 
+@pytest.mark.cli
 def test_cli_tasks_and_score(saved_world, tmp_path):
     def run(*args):
         return subprocess.run(

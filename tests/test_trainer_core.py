@@ -11,6 +11,7 @@ import threading
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import fictionworld as fw
 from fictionworld.env.trainer import (
@@ -138,7 +139,7 @@ _BEFORE = ("gold_in_page", "gold_bare", "gold_in_answer_tag", "gold_in_answer_ca
 _AFTER = ("gold_in_page", "gold_bare", "broken_call", "unclosed_tag", "search_call", "junk")  # no later answer
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_text_around_the_answer_never_adds_credit(tasks, data):
     """The final answer is the last one the agent gave (a call or a tag); pages holding the
@@ -160,7 +161,7 @@ def test_text_around_the_answer_never_adds_credit(tasks, data):
     assert deserved <= 2 * len(keep) / (len(keep) + len(gold)) + 1e-9  # F1 of k right rows of n
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.text(max_size=300))
 def test_final_answer_never_raises(text):
     final_answer(text)

@@ -204,6 +204,7 @@ def demo(saved_world, tmp_path_factory):
     return train_trl_demo(tmp_path_factory.mktemp("trl_demo"), world_dir=saved_world, steps=2, seed=0, progress=False)
 
 
+@pytest.mark.trainers
 def test_grpo_rollouts_call_the_env_and_its_reward_is_logged(demo):
     assert demo["sft_loss"][-1] < 0.1 * demo["sft_loss"][0]  # the warm-up taught the call format
     assert demo["steps"] == 2 and [r["step"] for r in demo["rewards"]] == [1, 2]
@@ -218,6 +219,7 @@ def test_grpo_rollouts_call_the_env_and_its_reward_is_logged(demo):
     assert os.path.getsize(demo["plot"]) > 1000
 
 
+@pytest.mark.trainers
 def test_tool_output_over_max_completion_length_is_dropped_silently(demo, saved_world, tmp_path):
     """At TRL's default budget a full results page does not fit: the search runs in the env, its
     result never reaches the model, the rollout ends unanswered, and nothing says so."""
@@ -248,6 +250,7 @@ def test_tool_output_over_max_completion_length_is_dropped_silently(demo, saved_
     assert log[REWARD_KEY] == 0.0 and log["completions/clipped_ratio"] == 0.0  # not even counted as clipped
 
 
+@pytest.mark.trainers
 def test_train_trl_command(saved_world, tmp_path):
     from typer.testing import CliRunner
 

@@ -203,6 +203,7 @@ def test_importing_fictionworld_never_imports_verifiers():
 
 
 # -- rollouts through verifiers' Env --------------------------------------------------------------
+@pytest.mark.trainers  # (run: verifiers' own rollouts)
 def test_the_oracle_scores_one_and_reads_exactly_what_the_env_reads(run, world):
     faults = 0
     for name in ("oracle-0", "oracle-1", "oracle-wide"):
@@ -219,12 +220,14 @@ def test_the_oracle_scores_one_and_reads_exactly_what_the_env_reads(run, world):
     assert faults > 5  # the knobs reached the tool server, and its faults came in the env's order
 
 
+@pytest.mark.trainers  # (run: verifiers' own rollouts)
 def test_a_group_shares_its_tasks_web_in_sessions_of_its_own(run):
     a, b = run.traces["oracle-0"]
     assert a.state.session != b.state.session and a.state.seed == b.state.seed
     assert [m.content for m in a.tool_messages] == [m.content for m in b.tool_messages]
 
 
+@pytest.mark.trainers  # (run: verifiers' own rollouts)
 def test_garbage_and_wrong_answers_score_what_the_env_scores_them(run, world):
     for name, traces in run.traces.items():
         if name.startswith(NOT_SCORED):
@@ -244,6 +247,7 @@ def test_garbage_and_wrong_answers_score_what_the_env_scores_them(run, world):
     assert run.traces["no-answer"][0].metrics["answered"] == 0.0
 
 
+@pytest.mark.trainers  # (run: verifiers' own rollouts)
 def test_the_harness_gives_the_model_the_envs_two_tools_and_nothing_else(run, saved_world):
     for request in run.requests:
         assert sorted(t["function"]["name"] for t in request["tools"]) == ["open", "search"]
@@ -256,6 +260,7 @@ def test_the_harness_gives_the_model_the_envs_two_tools_and_nothing_else(run, sa
     assert run.traces["answer-tool"][0].tool_messages[0].content == "error: unknown tool 'answer'"
 
 
+@pytest.mark.trainers  # (run: verifiers' own rollouts)
 def test_the_world_is_opened_once_for_every_rollout(run):
     started = [m for m in run.launched if m.startswith("shared tool server")]
     joined = [m for m in run.launched if m.startswith("tool server") and "(shared)" in m]
@@ -264,6 +269,7 @@ def test_the_world_is_opened_once_for_every_rollout(run):
     assert not [m for m in run.launched if m.startswith("tool server") and "(shared)" not in m]
 
 
+@pytest.mark.trainers  # (run: verifiers' own rollouts)
 def test_a_call_verifiers_cannot_send_fails_only_its_rollout(run):
     """verifiers' MCP client (mcp 2.0.0) cannot encode a lone surrogate in tool arguments: the chat
     program dies, the rollout ends with a HarnessError and is not scored. Ours never sees the
@@ -274,6 +280,8 @@ def test_a_call_verifiers_cannot_send_fails_only_its_rollout(run):
 
 
 # -- the command line -----------------------------------------------------------------------------
+@pytest.mark.trainers
+@pytest.mark.cli
 def test_vf_eval_runs_the_taskset_from_its_command_line(plugin, world, saved_world, tasks_file, tmp_path):
     _, rows = export_rows(tasks_file, saved_world, val_fraction=0, seed=SEED)
     calls = oracle_calls(world, rows[0].task, seed=rows[0].seed, knobs=KNOBS)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from web_helpers import states
 
 import fictionworld as fw
@@ -143,7 +144,7 @@ def test_sorted_sets_are_sorted_set_of_each_list(lists):
     assert got.type == pa.list_(pa.int64())
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(st.text(alphabet=st.sampled_from(list("[]()*#ab \n\\Ō–")), max_size=40))
 def test_plain_text_is_the_link_substitution_it_replaced(markdown):
     """plain_text joins the split on links; the rule it stands for is the substitution of each

@@ -167,6 +167,7 @@ def wide_world():
     return fw.generate(seed=1, entities=WORLD_ENTITIES["widesearch"])
 
 
+@pytest.mark.big
 def test_widesearch_preset_matches_the_published_shape_and_the_explorer_solves_it(wide_world):
     tasks = generate_tasks(wide_world, 12, seed=1, knobs=PRESETS["widesearch"])
     s = task_stats(tasks)

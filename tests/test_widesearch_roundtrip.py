@@ -18,6 +18,8 @@ from fictionworld.scoring.compat import score_compat
 from fictionworld.scoring.io import OFFICIAL_RESPONSE_FIELDS, export_widesearch, load_tasks
 from fictionworld.tasks.model import OFFICIAL_METRICS, read_tasks
 
+pytestmark = [pytest.mark.cli, pytest.mark.ray]  # its commands run rollouts on Ray
+
 
 def run(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "fictionworld.cli", *map(str, args)], capture_output=True, text=True,

@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from profiles import sampled
 from wm_helpers import Script, is_search, requested_url, restyled, results_json, wrap
 
 from fictionworld.surface import find_dates, format_date
@@ -65,7 +66,7 @@ def test_template_pages_pass_verification_and_perturbations_do_not(world):
     web = world.web
     v = Verifier(web)
     failed, flagged, counts = [], {1: 0, 2: 0, 3: 0}, {1: 0, 2: 0, 3: 0}
-    for row in range(len(web.pages)):
+    for row in sampled(range(len(web.pages))):
         verdict = v.verify_page(v.grounding(row), web.pages.page(row, web.entity_ids).markdown())
         layer = int(web.pages.layer[row])
         if layer == 0 and not verdict.ok:
@@ -343,6 +344,7 @@ def _render_in_process(world_dir: str, base_url: str, urls: list[str], q) -> Non
     q.put({u: world.web.open(u).text for u in urls})
 
 
+@pytest.mark.cli
 def test_concurrent_processes_see_one_stored_page_per_url(saved_world, tmp_path, world):
     """Three processes render the same pages at once; the scripted server words each reply
     differently, so any disagreement would show. All serve the first stored page."""
@@ -388,6 +390,7 @@ def cli(*args):
                           text=True, timeout=300)  # fmt: skip
 
 
+@pytest.mark.cli
 def test_cli_fidelity_template_and_sglang(saved_world, tmp_path, world):
     import shutil
 
@@ -412,6 +415,7 @@ def test_cli_fidelity_template_and_sglang(saved_world, tmp_path, world):
     assert not (d / "renders.sqlite").exists() or RenderCache(d / "renders.sqlite").counts() == {}
 
 
+@pytest.mark.cli
 def test_cli_open_with_the_server_down_says_so_and_serves_the_template(saved_world, world):
     url = world.web.pages.urls[0]
     r = cli("open", saved_world, url, "--world-model", "sglang", "--world-model-url", "http://127.0.0.1:9/v1")
