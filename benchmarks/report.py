@@ -9,16 +9,21 @@ error naming it. Each benchmark shows its latest record of each configuration (t
 ran with, less those that only say where output goes: :data:`NOT_CONFIGURATION`), in a table
 that says which file it is, when it ran, on which CPU and the machine's calibration before and
 after; the ratios of those records; and plots whose points are each the latest record's that has
-it. The output depends on the records alone: the same records give byte-identical files.
+it. The output depends on the records alone: the same records give byte-identical files (with
+one matplotlib). ``--check`` holds the page to the records byte for byte, and each plot by a
+digest of what it shows, kept in the SVG's metadata, so a newer matplotlib's drawing of the same
+lines still passes.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import io
 import json
 import os
+import re
 import statistics
 import sys
 from collections.abc import Iterable
@@ -70,7 +75,9 @@ class Loaded:
 @dataclass(frozen=True)
 class Plot:
     """A plot of one figure (``figure``, in ``unit``) of some benchmarks against one of its labels
-    (``x``); a line for each other set of labels, repeated runs (label ``run``) at their median."""
+    (``x``); a line for each other set of labels, repeated runs (label ``run``) at their median.
+    ``only`` keeps the figures whose labels take one of the values given; ``dashes`` draws a
+    line dashed where its label ``dashes`` (e.g. ``stat``) is not the first value it takes."""
 
     file: str
     title: str
@@ -82,13 +89,23 @@ class Plot:
     ylabel: str
     log: bool
     how: str  # the command that records its data
+    only: tuple[tuple[str, tuple], ...] = ()
+    dashes: str | None = None
+
+    def shows(self, labels: dict) -> bool:
+        return all(labels.get(k) in values for k, values in self.only)
 
 
+SEARCH_PARTS = ("tantivy engine", "retrieval (+linking, knobs)", "world.search tool (+10 snippets)",
+                "bm25s engine (numba)", "rank-bm25 engine (100 q)")  # fmt: skip
 PLOTS = (
     Plot("search-latency.svg", "Search latency vs world size", ("search",), "latency", "ms", "entities", "entities",
-         "ms per query, one core", True, "python benchmarks/bench_search.py --sizes 2000 20000 --no-peers"),
+         "ms per query, one core (p50 solid, p99 dashed)", True,
+         "python benchmarks/bench_search.py --sizes 20000 100000", only=(("what", SEARCH_PARTS), ("stat", ("p50", "p99"))),
+         dashes="stat"),
     Plot("build-time.svg", "Build time vs entities", ("generate",), "wall", "s", "entities", "entities",
-         "seconds", True, "python benchmarks/bench_generate.py --sizes 2000 20000"),
+         "seconds", True, "python benchmarks/bench_generate.py --sizes 10000 100000 and --full --sizes 100000",
+         only=(("what", ("generate + validate", "networkx MultiDiGraph of the same facts", "full build")),)),
     Plot("speed-up.svg", "Speed-up vs workers", ("blocks", "generate", "rollout"), "speed-up", "×", "workers",
          "workers", "speed-up over the fewest workers", False, "python benchmarks/bench_generate.py --full --sizes 20000"),
     Plot("scorer-cost.svg", "Scorer cost vs table size", ("score",), "cost per response", "ms", "rows",
@@ -213,12 +230,14 @@ def series(plot: Plot, records: list[Loaded]) -> tuple[dict[str, list[tuple[floa
     points: dict[str, dict[float, list[float]]] = {}
     used: set[str] = set()
     for (bench, _), (loaded, f) in sorted(latest_figures(records).items(), key=lambda kv: kv[1][0].order()):
-        if bench not in plot.benchmarks or f.name != plot.figure or f.unit != plot.unit or plot.x not in f.labels:
+        if (bench not in plot.benchmarks or f.name != plot.figure or f.unit != plot.unit or plot.x not in f.labels
+                or not plot.shows(f.labels)):  # fmt: skip
             continue
         x = f.labels[plot.x]
         if isinstance(x, bool) or not isinstance(x, int | float):
             continue
-        rest = {k: v for k, v in f.labels.items() if k not in (plot.x, "run")}
+        pinned = {k for k, values in plot.only if len(values) == 1}  # (a label kept at one value names no line)
+        rest = {k: v for k, v in f.labels.items() if k not in (plot.x, "run", *pinned)}
         name = (f"{bench}: " if len(plot.benchmarks) > 1 else "") + (labels(rest) or plot.figure)
         points.setdefault(name, {}).setdefault(float(x), []).append(f.value)
         if "over" in rest and isinstance(rest["over"], int | float):  # a speed-up over N workers is 1 at N
@@ -228,13 +247,31 @@ def series(plot: Plot, records: list[Loaded]) -> tuple[dict[str, list[tuple[floa
     return lines, sorted(used)
 
 
+def digest(plot: Plot, lines: dict[str, list[tuple[float, float]]]) -> str:
+    """What a plot shows, as a digest: kept in the SVG's metadata, so that ``--check`` holds a
+    plot to the records without holding it to matplotlib's bytes (which change with its version)."""
+    shown = json.dumps({"plot": plot.file, "title": plot.title, "lines": lines}, sort_keys=True)
+    return "data " + hashlib.sha256(shown.encode()).hexdigest()[:16]
+
+
+def digest_in(svg: bytes) -> str | None:
+    found = re.search(rb"<dc:description>(.*?)</dc:description>", svg)
+    return found.group(1).decode() if found else None
+
+
 def draw(plot: Plot, lines: dict[str, list[tuple[float, float]]]) -> bytes:
     with matplotlib.rc_context(SVG):
         fig = matplotlib.figure.Figure(figsize=(8, 4.8))
         ax = fig.subplots()
+        cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+        solid = str(dict(plot.only).get(plot.dashes, ("",))[0])  # the dashes label's first value: solid lines
+        colours: dict[str, str] = {}  # a colour for each line but for the dashes label
         for name in sorted(lines):
             xs, ys = zip(*lines[name])
-            ax.plot(xs, ys, marker="o", label=name)
+            parts = [p for p in name.split(", ") if not p.startswith(f"{plot.dashes}=")]
+            dashed = plot.dashes is not None and f"{plot.dashes}={solid}" not in name.split(", ")
+            colour = colours.setdefault(", ".join(parts), cycle[len(colours) % len(cycle)])
+            ax.plot(xs, ys, marker="o", label=name, color=colour, linestyle="--" if dashed else "-")
         if plot.log:
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -242,6 +279,7 @@ def draw(plot: Plot, lines: dict[str, list[tuple[float, float]]]) -> bytes:
             for axis in (ax.xaxis, ax.yaxis):
                 axis.set_major_formatter(plain)
                 axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.set_xticks(sorted({x for points in lines.values() for x, _ in points}))  # each measured size
         else:
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_title(plot.title)
@@ -251,7 +289,7 @@ def draw(plot: Plot, lines: dict[str, list[tuple[float, float]]]) -> bytes:
         ax.legend(fontsize=7, loc="best")
         fig.tight_layout()
         buf = io.BytesIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Description": digest(plot, lines)})
     return buf.getvalue()
 
 
@@ -282,8 +320,17 @@ def stale(files: dict[Path, bytes], plots: Path) -> list[Path]:
     return sorted(p for p in plots.glob("*.svg") if p not in files) if plots.is_dir() else []
 
 
+def same(path: Path, data: bytes) -> bool:
+    """``path`` holds ``data``: the page byte for byte, a plot by what it shows (its digest)."""
+    if not path.is_file():
+        return False
+    if path.suffix == ".svg":
+        return digest_in(path.read_bytes()) == digest_in(data)
+    return path.read_bytes() == data
+
+
 def differing(files: dict[Path, bytes], plots: Path) -> list[Path]:
-    out = [p for p, data in files.items() if not p.is_file() or p.read_bytes() != data]
+    out = [p for p, data in files.items() if not same(p, data)]
     return sorted(out + stale(files, plots))
 
 
@@ -317,7 +364,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         path.unlink()
     for path, data in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.is_file() or path.read_bytes() != data:
+        if not same(path, data):  # (a plot that shows the same is left as it is)
             path.write_bytes(data)
     print(f"{shown(args.page)}: {len(records)} records, {len(files) - 1} plots")
     return 0

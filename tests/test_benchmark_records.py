@@ -232,9 +232,15 @@ def test_check_holds_the_page_to_the_records(tmp_path, capsys):
     assert err.count("\n") == 1 and "performance.md" in err and "search-latency.svg" in err
     assert render(results, page) == 0
     assert render(results, page, "--check") == 0
-    (page.parent / "performance" / "search-latency.svg").write_text("<svg/>")
+    plot = page.parent / "performance" / "search-latency.svg"
+    drawn = plot.read_bytes()
+    plot.write_bytes(drawn.replace(b"<svg ", b"<!-- another matplotlib -->\n<svg ", 1))
+    assert render(results, page, "--check") == 0  # drawn otherwise, the same lines: held by its digest
+    plot.write_bytes(drawn.replace(report.digest_in(drawn).encode(), b"data 0000000000000000"))
+    assert render(results, page, "--check") == 1  # other lines
+    plot.write_text("<svg/>")
     assert render(results, page, "--check") == 1  # a plot edited by hand
-    assert render(results, page) == 0
+    assert render(results, page) == 0 and plot.read_bytes() == drawn
     (page.parent / "performance" / "old.svg").write_text("<svg/>")
     assert render(results, page, "--check") == 1  # a plot the records no longer give
     assert render(results, page) == 0 and not (page.parent / "performance" / "old.svg").exists()
