@@ -163,6 +163,20 @@ def ray_cluster():
     return shared_ray()
 
 
+def rollout_here(*args) -> str:
+    """``fictionworld rollout ARGS`` through the command itself, in this process, on the run's Ray
+    cluster: for a test whose subject is the run it writes (a subprocess would start a Ray cluster
+    of its own; the README's commands run the command so). Its output; an error if it failed."""
+    from typer.testing import CliRunner
+
+    from fictionworld.cli import app
+
+    shared_ray()
+    r = CliRunner().invoke(app, ["rollout", *map(str, args)])
+    assert r.exit_code == 0 and r.exception is None, r.output
+    return r.output
+
+
 REQUIRE_EXTRAS = "FICTIONWORLD_REQUIRE_EXTRAS"  # .ci/run sets it: the [test] extra installs verl, trl, torch
 
 

@@ -1,6 +1,7 @@
 """``score`` on what the other commands write: a rollout run (its directory or its
 episodes.jsonl), scores written beside the input (never into the current directory), and
-``tasks --widesearch`` saying what it wrote. Real files, the real CLI in a subprocess."""
+``tasks --widesearch`` saying what it wrote. Real files, the real CLI in a subprocess (the rollout
+run by the command itself in this process, on the run's Ray cluster)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import rollout_here
 
 from fictionworld.scoring.io import export_widesearch
 from fictionworld.tasks.model import read_tasks
 
-pytestmark = [pytest.mark.cli, pytest.mark.ray]  # its commands run rollouts on Ray
+pytestmark = [pytest.mark.cli, pytest.mark.ray]  # its rollouts run on Ray
 
 
 def run(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -30,13 +32,12 @@ def summary(r: subprocess.CompletedProcess) -> dict:
 
 @pytest.fixture(scope="module")
 def rollout_run(saved_world, tmp_path_factory) -> dict[str, Path]:
-    """Tasks made by `tasks` and a real `rollout` of the baseline agent on them (2 samples each)."""
+    """Tasks made by `tasks` and a `rollout` of the baseline agent on them (2 samples each)."""
     d = tmp_path_factory.mktemp("score_runs")
     r = run("tasks", saved_world, "--n", "4", "--kind", "mixed", "--seed", "3", "--out", d / "tasks.jsonl")
     assert r.returncode == 0, r.stderr
-    r = run("rollout", saved_world, "--tasks", d / "tasks.jsonl", "--out", d / "run", "--agent", "baseline",
-            "--workers", "1", "--samples-per-task", "2", "--json")  # fmt: skip
-    assert r.returncode == 0, r.stderr
+    rollout_here(saved_world, "--tasks", d / "tasks.jsonl", "--out", d / "run", "--agent", "baseline", "--workers", "1",
+                 "--samples-per-task", "2", "--json")  # fmt: skip
     elsewhere = d / "elsewhere"
     elsewhere.mkdir()
     return {"dir": d, "tasks": d / "tasks.jsonl", "run": d / "run", "cwd": elsewhere}

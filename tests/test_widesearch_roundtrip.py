@@ -1,7 +1,8 @@
 """The WideSearch round trip: official task files with any metric the official evaluator has
 (``in_match`` included), and ``rollout --official-responses`` writing the official evaluator's
 response files (only the fields its ``WideSearchResponse`` dataclass takes), which ``score``
-reads back to the run's own numbers. Real files, the real CLI in a subprocess."""
+reads back to the run's own numbers. Real files, the real CLI in a subprocess (the rollouts run by
+the command itself in this process, on the run's Ray cluster)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import rollout_here
 
 from fictionworld.scoring import score_strict
 from fictionworld.scoring.compat import score_compat
 from fictionworld.scoring.io import OFFICIAL_RESPONSE_FIELDS, export_widesearch, load_tasks
 from fictionworld.tasks.model import OFFICIAL_METRICS, read_tasks
 
-pytestmark = [pytest.mark.cli, pytest.mark.ray]  # its commands run rollouts on Ray
+pytestmark = [pytest.mark.cli, pytest.mark.ray]  # its rollouts run on Ray
 
 
 def run(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -90,10 +92,8 @@ def official_run(saved_world, tmp_path_factory) -> dict[str, Path]:
     out = {"dir": d, "tasks": d / "tasks.jsonl", "ws": d / "ws"}
     for agent in ("oracle", "baseline"):
         extra = ["--response-model", "fw-baseline.v1"] if agent == "baseline" else []
-        r = run("rollout", saved_world, "--tasks", d / "tasks.jsonl", "--out", d / agent, "--agent", agent,
-                "--workers", "1", "--samples-per-task", "2", "--json", "--official-responses", d / f"{agent}_resp",
-                *extra)  # fmt: skip
-        assert r.returncode == 0, r.stderr
+        rollout_here(saved_world, "--tasks", d / "tasks.jsonl", "--out", d / agent, "--agent", agent, "--workers",
+                     "1", "--samples-per-task", "2", "--json", "--official-responses", d / f"{agent}_resp", *extra)  # fmt: skip
         out[agent] = d / agent
         out[f"{agent}_resp"] = d / f"{agent}_resp"
     return out
