@@ -203,8 +203,17 @@ def full(args, rec: Record) -> None:
                     Path(keep).parent.mkdir(parents=True, exist_ok=True)
                 before = machine.calibrate()
                 res = subprocess.run(
-                    [sys.executable, "-c", FULL_CHILD, str(n), str(w), "1" if args.ray else "0", args.tmp or "",
-                     keep, "0" if args.no_validate else "1"],  # fmt: skip
+                    [
+                        sys.executable,
+                        "-c",
+                        FULL_CHILD,
+                        str(n),
+                        str(w),
+                        "1" if args.ray else "0",
+                        args.tmp or "",
+                        keep,
+                        "0" if args.no_validate else "1",
+                    ],  # fmt: skip
                     stdout=subprocess.PIPE,
                     text=True,
                 )  # its progress log goes to our stderr
@@ -299,7 +308,11 @@ def _print_full(r: dict, w: int) -> None:
         f"  shards (validate + render + index) {t['shards_s']:.1f} s wall ({r['pages'] / t['shards_s']:,.0f} pages/s)"
     )
     cpu = {k: t.get(f"{k}_cpu_s", 0.0) for k in ("check", "render", "index")}
-    checked = f"validate {cpu['check']:.1f} s ({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), " if r["validate"] else ""
+    checked = (
+        f"validate {cpu['check']:.1f} s ({r['facts'] / max(cpu['check'], 1e-9):,.0f} facts/s), "
+        if r["validate"]
+        else ""
+    )
     print(f"    CPU seconds in tasks (one core each): {checked}render {cpu['render']:.1f} s "
           f"({r['pages'] / max(cpu['render'], 1e-9):,.0f} pages/s, {r['entities'] / max(cpu['render'], 1e-9):,.0f} entities/s), "
           f"index {cpu['index']:.1f} s ({r['pages'] / max(cpu['index'], 1e-9):,.0f} pages/s)")  # fmt: skip
@@ -320,7 +333,9 @@ def _print_full(r: dict, w: int) -> None:
              "(every 0.5 s: files removed while still open count until closed)" if "disk_tree" in p else ""))  # fmt: skip
     if "calibration_ms" in r:
         a, b = r["calibration_ms"]
-        print(f"  machine: calibration {a:.1f} ms right before the build, {b:.1f} ms right after (benchmarks/machine.py)")
+        print(
+            f"  machine: calibration {a:.1f} ms right before the build, {b:.1f} ms right after (benchmarks/machine.py)"
+        )
 
 
 def main() -> None:
@@ -333,11 +348,22 @@ def main() -> None:
     ap.add_argument("--ray", action="store_true", help="with --full: build as Ray tasks on a local cluster")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="with --full: worker counts to compare")
     ap.add_argument("--tmp", default=None, help="with --full: directory for the worlds (default: the system's)")
-    ap.add_argument("--keep", default=None, help="with --full: build into this directory and keep it (several builds: "
-                    "one subdirectory each, SIZE-Ww[-RUN])")
-    ap.add_argument("--repeat", type=int, default=1, help="with --full: build each size this many times, the worker "
-                    "counts interleaved, and print the median walls and their speed-up")
-    ap.add_argument("--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)")
+    ap.add_argument(
+        "--keep",
+        default=None,
+        help="with --full: build into this directory and keep it (several builds: "
+        "one subdirectory each, SIZE-Ww[-RUN])",
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="with --full: build each size this many times, the worker "
+        "counts interleaved, and print the median walls and their speed-up",
+    )
+    ap.add_argument(
+        "--no-validate", action="store_true", help="with --full: skip the checks (as `generate --no-validate`)"
+    )
     add_options(ap)
     args = ap.parse_args()
     print(machine.line(), flush=True)  # figures of different days compare only through it

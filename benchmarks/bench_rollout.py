@@ -144,7 +144,9 @@ def throughput(args, wdir: Path, rec: Record) -> None:
         for when, m in (("loaded", a), ("warm", b), ("after", c)):
             rec.figure("actor RSS", m["rss"] / MiB, "MiB", **setting, workers=2, actor=i, when=when)
         rec.figure("actor growth", growth[i][0] / MiB, "MiB", **setting, workers=2, actor=i)
-        rec.figure("actor growth per episode", growth[i][0] / growth[i][1] / 2**10, "KiB", **setting, workers=2, actor=i)
+        rec.figure(
+            "actor growth per episode", growth[i][0] / growth[i][1] / 2**10, "KiB", **setting, workers=2, actor=i
+        )
     rec.figure("largest actor growth", g / MiB, "MiB", **setting, workers=2)
     rec.ratio("largest actor growth / world on disk", g, size, **setting, workers=2,
               against="the world's size on disk (what a per-task copy would add per episode)")  # fmt: skip
@@ -200,7 +202,11 @@ def steps(args, wdir: Path, rec: Record) -> None:
           f"{'p99':>7} | {'web':>5} | {'bare: p50':>9} {'mean':>7} {'p99':>7} | {'env/bare':>8}")  # fmt: skip
     worst = 0.0
     at = {"entities": len(world.entities), "pages": len(web.pages)}
-    stats = lambda xs: {"p50_ms": 1e3 * pct(xs, 0.5), "mean_ms": 1e3 * statistics.mean(xs), "p99_ms": 1e3 * pct(xs, 0.99)}
+    stats = lambda xs: {
+        "p50_ms": 1e3 * pct(xs, 0.5),
+        "mean_ms": 1e3 * statistics.mean(xs),
+        "p99_ms": 1e3 * pct(xs, 0.99),
+    }
     for kind, (wall, webs) in timed.items():
         over = [w - s for w, s in zip(wall, webs)]
         worst = max(worst, statistics.mean(over))

@@ -169,13 +169,17 @@ def serve(world: str, repeat: int, rec: Record, modes: tuple[str, ...] = ("on-re
     (``evict``: with every file of the world out of the page cache first)."""
     import time
 
-    print(f"== serving {world} (fresh process each; one core{'; every file evicted from the page cache first' if evict else ''}) ==")
+    print(
+        f"== serving {world} (fresh process each; one core{'; every file evicted from the page cache first' if evict else ''}) =="
+    )
     for verify in modes:
         for i in range(repeat if verify != "content" else 1):
             if evict:
                 _evict(world)
             spawned = time.time()  # (the child that also times queries exits long after its first answer)
-            d = _child(LATENCY_QUERIES + SERVE_CHILD, world, verify, "1" if (verify, i) == (modes[0], 0) and not evict else "0")
+            d = _child(
+                LATENCY_QUERIES + SERVE_CHILD, world, verify, "1" if (verify, i) == (modes[0], 0) and not evict else "0"
+            )
             wall = d["first_answer_at"] - spawned
             print(
                 f"verify={verify:8} spawn to first answer {wall:.2f} s  (in process {d['in_process_s']:.2f} s: import "
@@ -192,7 +196,9 @@ def serve(world: str, repeat: int, rec: Record, modes: tuple[str, ...] = ("on-re
                         ("world.open (1,000 pages)", d["open_tool"])] + [(f"  search: {k}", v) for k, v in d["by_kind"].items()]  # fmt: skip
                 for name, m in rows:
                     print(f"{name:32} {m['p50_ms']:9.3f} {m['p99_ms']:9.3f} {m['max_ms']:9.1f}")
-                    rec.stats("latency", m, world=world, verify=verify, what=name.lstrip())  # (kinds 1 and 2: "name+word", "name+word ")
+                    rec.stats(
+                        "latency", m, world=world, verify=verify, what=name.lstrip()
+                    )  # (kinds 1 and 2: "name+word", "name+word ")
                 print(f"RSS after the queries: {d['rss_gib']:.2f} GiB")
                 rec.figure("RSS after the queries", d["rss_gib"], "GiB", world=world, verify=verify)
                 c = sorted(d["calibration_ms"])
@@ -220,7 +226,10 @@ def by_speed(world: str, repeat: int, rec: Record) -> None:
             parts = []
             for part, label in (("all", "every query"), ("fast", "at its fastest"), ("slow", "slow blocks")):
                 m = r[part]
-                parts.append(f"{label} ({m['n']:,}) " + (f"p50 {m['p50_ms']:.2f} / p99 {m['p99_ms']:.1f} ms" if m["n"] else "none"))
+                parts.append(
+                    f"{label} ({m['n']:,}) "
+                    + (f"p50 {m['p50_ms']:.2f} / p99 {m['p99_ms']:.1f} ms" if m["n"] else "none")
+                )
                 rec.stats("latency by speed", m, world=world, queries=name, blocks=label, run=run + 1)
             print(f"run {run + 1}, {name:6}: fastest calibration {r['fastest_ms']:.1f} ms; " + "; ".join(parts))
             rec.figure("fastest calibration", r["fastest_ms"], "ms", world=world, queries=name, run=run + 1)
@@ -289,16 +298,36 @@ def main() -> None:
                     help="with --world: the ways a fresh process opens it (content reads every fact: minutes at 10M, and it "
                     "evicts the page cache a server would have)")  # fmt: skip
     ap.add_argument("--cold", action="store_true", help="with --world: searches with the pages file evicted first")
-    ap.add_argument("--hidden", action="store_true", help="with --world: retrieval with hidden layers struck out after "
-                    "ranking, left out in the engine when fetching again, and from the first fetch (alternated)")
-    ap.add_argument("--evict", action="store_true", help="with --world: every file of the world evicted from the page "
-                    "cache before each fresh process (its first answer from disk; no query timings)")
-    ap.add_argument("--preload", action="store_true", help="with --world: Web.preload (as `fictionworld serve` runs "
-                    "it) or not, blocks of queries alternated in one process; latency and page faults")
-    ap.add_argument("--by-speed", action="store_true", help="with --world: world.search timed in blocks of 50 "
-                    "queries with the machine's speed between them; every query, and the blocks at its fastest")
-    ap.add_argument("--split", action="store_true", help="with --world: each search's engine, linking, results "
-                    "and the rest, asked the first time and again (with --preload: preloaded first)")
+    ap.add_argument(
+        "--hidden",
+        action="store_true",
+        help="with --world: retrieval with hidden layers struck out after "
+        "ranking, left out in the engine when fetching again, and from the first fetch (alternated)",
+    )
+    ap.add_argument(
+        "--evict",
+        action="store_true",
+        help="with --world: every file of the world evicted from the page "
+        "cache before each fresh process (its first answer from disk; no query timings)",
+    )
+    ap.add_argument(
+        "--preload",
+        action="store_true",
+        help="with --world: Web.preload (as `fictionworld serve` runs "
+        "it) or not, blocks of queries alternated in one process; latency and page faults",
+    )
+    ap.add_argument(
+        "--by-speed",
+        action="store_true",
+        help="with --world: world.search timed in blocks of 50 "
+        "queries with the machine's speed between them; every query, and the blocks at its fastest",
+    )
+    ap.add_argument(
+        "--split",
+        action="store_true",
+        help="with --world: each search's engine, linking, results "
+        "and the rest, asked the first time and again (with --preload: preloaded first)",
+    )
     add_options(ap)
     args = ap.parse_args()
     print(machine.line(), flush=True)  # figures of different days compare only through it

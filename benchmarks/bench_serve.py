@@ -328,7 +328,9 @@ def record(rec: Record, inproc: dict, results: list[dict], mem: dict, stops: dic
             rec.figure("supervisor exit code", s["exit_code"], "", **at, workers=w)
         if s["stop_s"] is not None:
             rec.figure("stop after SIGTERM", s["stop_s"], "s", **at, workers=w)
-    served = [r for r in results if r["workers"] == TARGET_WORKERS and r["kind"] == "search" and r["concurrency"] in (16, 64)]
+    served = [
+        r for r in results if r["workers"] == TARGET_WORKERS and r["kind"] == "search" and r["concurrency"] in (16, 64)
+    ]
     if served:
         best = max(served, key=lambda r: r["queries_per_s"])
         rec.ratio(f"served search queries/s ({TARGET_WORKERS} workers, best of 16/64 clients) / in-process world.search",

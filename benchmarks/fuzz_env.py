@@ -7,12 +7,13 @@ Actions (``fictionworld.testing.env_fuzz.NastyActions``): dicts with a wrong typ
 field, content parts whose text is not a string, tool calls whose arguments are not JSON or
 JSON of the wrong type, huge strings, lone surrogates, NUL bytes, bad URLs (``https://[::1``,
 ``http://``, ``://x``, ``javascript:``, very long), text tags and ``<tool_call>`` blocks with
-broken JSON, unknown tools, answers that are huge Markdown tables, steps after the episode
-ended, and well-formed calls among them. They go to three envs (all tools with text tags;
-basic tools with 20 % injected faults and a 500-character observation cap; the AgentWorld
-tools with a mixed reward) over a small world built once; an episode starts when the last one
-ends. Each step must not raise, must give a reward in [0, 1] and observations with string
-content, an ``Error: …`` observation for an action that is bad by construction and for every
+broken JSON, unknown tools, answers that are huge Markdown tables, replies that only think
+(calls and answers inside ``<think>`` blocks), arguments named by something other than a string,
+steps after the episode ended, and well-formed calls among them. They go to three envs (all
+tools with text tags; basic tools with 20 % injected faults and a 500-character observation
+cap; the AgentWorld tools with a mixed reward) over a small world built once; an episode
+starts when the last one ends. Each step must not raise, must give a reward in [0, 1] and
+observations with string content, an ``Error: …`` observation for an action that is bad by construction and for every
 call that failed to parse, and records (messages, steps, answer) writable as UTF-8 JSON.
 The same seed gives the same cases and the same results digest. Exits 1 on any problem.
 """

@@ -16,7 +16,9 @@ except (AttributeError, OSError):
 # Children are ``python -c``: this lets them import machine.py from beside this file.
 BESIDE = f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
 
-PRELOAD_CHILD = ONE_CORE + r"""
+PRELOAD_CHILD = (
+    ONE_CORE
+    + r"""
 import json, resource, sys, time
 import numpy as np
 import fictionworld as fw
@@ -49,8 +51,11 @@ for way, ts in times.items():
                 "p99_ms": float(np.percentile(ts, 99)), "mean_ms": float(ts.mean()), "minor_faults": faults[way]}
 print(json.dumps(out))
 """
+)
 
-CHILD = ONE_CORE + r"""
+CHILD = (
+    ONE_CORE
+    + r"""
 import json, os, sys, tempfile, time
 import numpy as np, psutil
 n, peers, rank_n = int(sys.argv[1]), sys.argv[2] == "1", int(sys.argv[3])
@@ -146,6 +151,7 @@ import resource
 out["max_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 print(json.dumps(out))
 """
+)
 
 
 # The latency runs' queries (names, a name and a word, misspelt names, directory titles, "who
@@ -174,7 +180,10 @@ def latency_queries(web, names):
     return make_queries
 """
 
-SERVE_CHILD = ONE_CORE + BESIDE + r"""
+SERVE_CHILD = (
+    ONE_CORE
+    + BESIDE
+    + r"""
 import time
 t0 = time.perf_counter()
 import json, os, sys
@@ -223,8 +232,11 @@ if sys.argv[3] == "1":
     out["rss_gib"] = psutil.Process().memory_info().rss / 2**30
 print(json.dumps(out))
 """
+)
 
-ENGINE_CHILD = ONE_CORE + r"""
+ENGINE_CHILD = (
+    ONE_CORE
+    + r"""
 import json, os, sys, time
 import numpy as np
 import fictionworld as fw
@@ -253,7 +265,10 @@ first, unseen = make(0), make(1)
 out = {"limit": index_module.common_limit(ix.num_docs), "first": lat(first), "unseen": lat(unseen), "again": lat(first)}
 print(json.dumps(out))
 """
-HIDDEN_CHILD = ONE_CORE + r"""
+)
+HIDDEN_CHILD = (
+    ONE_CORE
+    + r"""
 import json, os, sys, time
 import numpy as np
 import fictionworld as fw
@@ -304,7 +319,10 @@ for way, ts in ways.items():
                 "others_mean_ms": float(ts[~many].mean())}
 print(json.dumps(out))
 """
-COLD_CHILD = ONE_CORE + r"""
+)
+COLD_CHILD = (
+    ONE_CORE
+    + r"""
 import json, os, sys, time
 import numpy as np
 world_dir, access, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -333,9 +351,13 @@ ts = np.array(ts) * 1000
 print(json.dumps({"first_answer_s": first_answer, "p50_ms": float(np.percentile(ts, 50)), "p90_ms": float(np.percentile(ts, 90)),
                   "p99_ms": float(np.percentile(ts, 99)), "read_mib_per_query": read / 2**20 / n}))
 """
+)
 
 
-BY_SPEED_CHILD = ONE_CORE + BESIDE + r"""
+BY_SPEED_CHILD = (
+    ONE_CORE
+    + BESIDE
+    + r"""
 import json, sys, time
 import numpy as np
 import machine
@@ -362,6 +384,7 @@ for name, seed in (("first", 0), ("unseen", 1)):
                  "fast": stats(lambda lo, hi: hi <= fastest * CLOSE), "slow": stats(lambda lo, hi: lo >= fastest * FAR)}
 print(json.dumps(out))
 """
+)
 
 
 def latency_world(directory: str):
@@ -423,7 +446,10 @@ def world_from_args(doc: str, options=None):
 
 
 # ``--split``: where each ``world.search`` goes, the same query asked the first time and again.
-SPLIT_CHILD = ONE_CORE + BESIDE + r"""
+SPLIT_CHILD = (
+    ONE_CORE
+    + BESIDE
+    + r"""
 import json, resource, sys, time
 import numpy as np
 from search_children import latency_world
@@ -454,4 +480,4 @@ for name, qs in (("first", first), ("unseen", unseen), ("asked again", unseen)):
                     for i, part in enumerate(["search", "engine", "linker", "results", "rest"])}}
 print(json.dumps(out))
 """
-
+)

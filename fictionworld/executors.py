@@ -1,14 +1,23 @@
 """Where a sharded build's tasks run: forked local processes or Ray tasks, behind one small
-interface (``alone``, ``start`` with side tasks, ``submit``, ``wait``, ``result``, ``stop``)."""
+interface (``alone``, ``start`` with side tasks, ``submit``, ``wait``, ``result``, ``stop``).
+
+Ctrl-C is the driver's to handle, once: a terminal sends SIGINT to the whole process group, and
+local workers ignore it (each would otherwise raise KeyboardInterrupt and print its own
+traceback). On an interrupt the driver kills its local workers instead of waiting for their tasks
+(``stop(now=True)``, and :meth:`LocalTasks.alone` by itself); what they had not finished is
+made again when the build is resumed."""
 
 from __future__ import annotations
 
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "die_with_parent", "fetch", "forked_pool", "node_name"]
+__all__ = ["LocalTasks", "RayTasks", "POOL_RESTARTS", "POLL_S", "die_with_parent", "fetch", "forked_pool", "kill_pool",
+           "node_name"]  # fmt: skip
 
 POOL_RESTARTS = 3  # a local worker killed mid-shard: start the pool again at most this often (Ray: task retries)
+POLL_S = 0.5  # how often :meth:`LocalTasks.alone` (and Ray's) asks its ``poll`` while the task runs
+KILL_WAIT_S = 10.0  # at most this long for a killed worker to be gone
 
 
 def die_with_parent(sig: int | None = None) -> None:
@@ -24,15 +33,18 @@ def die_with_parent(sig: int | None = None) -> None:
 
 
 def _forked() -> None:
-    """Pool initializer: :func:`die_with_parent`, and the objects inherited from the parent
-    kept out of this process's garbage collection (``gc.freeze``). A forked child must not
-    free what its parent owns: a garbage cycle the parent had not collected yet would be
-    collected here, running native destructors (a search index's, Ray's) against threads and
-    locks that did not survive the fork; and a collection walking the whole inherited heap
-    would write to, and so copy, every page of it."""
+    """Pool initializer: :func:`die_with_parent`, SIGINT ignored (the driver handles Ctrl-C,
+    once, and stops this process), and the objects inherited from the parent kept out of this
+    process's garbage collection (``gc.freeze``). A forked child must not free what its parent
+    owns: a garbage cycle the parent had not collected yet would be collected here, running
+    native destructors (a search index's, Ray's) against threads and locks that did not survive
+    the fork; and a collection walking the whole inherited heap would write to, and so copy,
+    every page of it."""
     import gc
+    import signal
 
     die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()
 
 
@@ -44,6 +56,34 @@ def forked_pool(workers: int) -> ProcessPoolExecutor:
 
     gc.collect()
     return ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_forked)
+
+
+def kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: its queued tasks cancelled and its processes killed, not waited for
+    (their children die with them, :func:`die_with_parent`). For an interrupted build: a task
+    that was cut off is made again when the build resumes. SIGINT is ignored meanwhile, so a
+    second Ctrl-C cannot leave a worker alive for the interpreter's exit to wait on."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        # (the executor keeps its processes in a private mapping and nowhere else; 3.14 adds kill_workers)
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        for process in processes:
+            try:
+                process.kill()
+            except (OSError, ValueError):  # gone already, or closed
+                pass
+        for process in processes:  # dead when this returns (a zombie at most, until reaped)
+            process.join(timeout=KILL_WAIT_S)
+        # its manager thread sees them dead and ends: waited for here, or the interpreter's exit
+        # may wake it while it closes its pipe (an OSError traceback at exit on Python 3.11)
+        pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGINT, before)
 
 
 def node_name() -> str:
@@ -118,9 +158,21 @@ class LocalTasks:
             pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
         return SharedFile(path)
 
-    def alone(self, fn, *args):
-        with forked_pool(1) as one:
-            return one.submit(fn, *args).result()
+    def alone(self, fn, *args, poll=None):
+        """``fn(*args)`` in a process of its own; ``poll()`` is called every :data:`POLL_S`
+        seconds while it runs (e.g. to read the progress the task writes). Interrupted (Ctrl-C),
+        the process is killed at once, not waited for."""
+        one = forked_pool(1)
+        try:
+            future = one.submit(fn, *args)
+            while not wait([future], timeout=POLL_S if poll else None).done:
+                poll()
+            return future.result()
+        except KeyboardInterrupt:
+            kill_pool(one)
+            raise
+        finally:
+            one.shutdown(wait=True)  # (at once after kill_pool)
 
     def start(self, side: list) -> list:
         if self.workers == 1:
@@ -157,10 +209,15 @@ class LocalTasks:
             self.side = None
         return value
 
-    def stop(self) -> None:
+    def stop(self, now: bool = False) -> None:
+        """Let the pools go: after their running tasks end, or ``now`` (an interrupt), with their
+        processes killed (:func:`kill_pool`)."""
         for pool in (self.side, self.pool):
             if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+                if now:
+                    kill_pool(pool)
+                else:
+                    pool.shutdown(wait=True, cancel_futures=True)
         self.pool = self.side = None
         if self._shared is not None:
             import shutil
@@ -186,9 +243,18 @@ class RayTasks:
             kw = {"address": self.address} if self.address else {"num_cpus": self.workers}
             ray.init(log_to_driver=False, include_dashboard=False, **kw)
 
-    def alone(self, fn, *args):
+    def alone(self, fn, *args, poll=None):
+        import ray
+
         self._init()
-        return self.result(self.submit(fn, *args))
+        ref = self.submit(fn, *args)
+        try:
+            while poll is not None and not ray.wait([ref], timeout=POLL_S)[0]:
+                poll()
+            return self.result(ref)
+        except KeyboardInterrupt:  # (on a cluster it would run on after this process is gone)
+            ray.cancel(ref, force=True)
+            raise
 
     def start(self, side: list) -> list:
         self._init()
@@ -222,5 +288,5 @@ class RayTasks:
 
         return ray.get(f)
 
-    def stop(self) -> None:
+    def stop(self, now: bool = False) -> None:
         pass

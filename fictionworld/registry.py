@@ -5,7 +5,7 @@ registered here under ids of the form ``namespace/Name-vN`` and built with :func
 
 >>> import fictionworld as fw
 >>> fw.registered("scorer")
-['fictionworld/CompatScorer-v0', 'fictionworld/StrictScorer-v0']
+['fictionworld/CompatScorer-v0', 'fictionworld/StrictAbstentionScorer-v0', 'fictionworld/StrictScorer-v0']
 >>> fw.registry.spec("strict").id          # short aliases name the current version
 'fictionworld/StrictScorer-v0'
 
@@ -137,8 +137,8 @@ _BUILTINS: tuple[tuple[str, Kind, str, tuple[str, ...], str, dict], ...] = (
      "search/open/answer tools over a world's web; strict reward", {}),
     ("fictionworld/AgentWorldSearch-v0", "env", "fictionworld.env.env:SearchEnv.from_config", ("agentworld",),
      "Qwen-AgentWorld's web_search/web_extractor/dict_memory tools plus answer", {"tools": "agentworld"}),
-    ("fictionworld/WideTable-v0", "task", "fictionworld.tasks.wide:WideTaskGenerator", ("wide",),
-     "WideSearch-style tables from graph queries", {}),
+    ("fictionworld/WideTable-v1", "task", "fictionworld.tasks.wide:WideTaskGenerator", ("wide",),
+     "WideSearch-style tables from graph queries; columns a base rate answers are not drawn (v1)", {}),
     ("fictionworld/DeepQA-v0", "task", "fictionworld.tasks.deep:DeepTaskGenerator", ("deep",),
      "multi-hop questions with one answer", {}),
     ("fictionworld/TemplateWorldModel-v0", "world_model", "fictionworld.web.model:TemplateWorldModel",
@@ -149,6 +149,9 @@ _BUILTINS: tuple[tuple[str, Kind, str, tuple[str, ...], str, dict], ...] = (
      "BM25 full-text index (tantivy)", {}),
     ("fictionworld/StrictScorer-v0", "scorer", "fictionworld.scoring.strict:score_strict", ("strict",),
      "the RL reward: WideSearch metrics that hedging cannot game", {}),
+    ("fictionworld/StrictAbstentionScorer-v0", "scorer", "fictionworld.scoring.strict:score_strict",
+     ("strict-abstain",), "the strict reward where a blank or N/A cell is no claim: it leaves item precision's "
+     "denominator, a wrong cell does not", {"abstention": True}),
     ("fictionworld/CompatScorer-v0", "scorer", "fictionworld.scoring.compat:score_compat", ("compat",),
      "the official WideSearch evaluator's semantics", {}),
     ("fictionworld/Oracle-v0", "agent", "rollout.agents.oracle:OracleAgent", ("oracle",),

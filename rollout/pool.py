@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fictionworld.errors import in_words
 from fictionworld.seeding import child_seed
+from fictionworld.tasks.model import TaskError, check_same_world
 from rollout.episode import episode_key
 from rollout.episode_record import Episode, Timing
 from rollout.records import EpisodeLog, summarize
@@ -279,11 +280,15 @@ def run_rollouts(
     directory's earlier episodes of these jobs too: a rerun resumes, skipping finished ones).
     Every setting is checked first, before Ray starts or RUN is written (SetupError). Raises
     after ``max_errors`` failed episodes in a row (e.g. an LLM endpoint that is down), keeping
-    every episode that finished."""
+    every episode that finished. Tasks made from another world are refused (SetupError)."""
     t0 = time.perf_counter()
     world_dir = str(Path(world_dir).resolve())
     check_run(workers=workers, timeout=timeout, in_flight=in_flight)
     world_hash = check_setup(world_dir, agent, agent_config, env_config)  # before Ray starts or RUN is written
+    try:
+        check_same_world(list({id(j.task): j.task for j in jobs}.values()), world_hash, world_dir)
+    except TaskError as e:
+        raise SetupError(str(e)) from None
     check_jobs(jobs, agent, agent_config)
     log = None
     records: dict[str, Episode] = {}
@@ -349,17 +354,21 @@ def _remote_error(e: Exception) -> str:
 
 
 class _Progress:
-    """A rich progress bar with the running mean success rate and item F1."""
+    """Episodes done, with the running mean success rate and item F1: rich's bar on a terminal,
+    else a line every few seconds (:func:`~fictionworld.progress.progress_bar`), on stderr."""
 
     def __init__(self, total: int, done: int, prior: list[Episode]):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+        from fictionworld.progress import progress_bar
 
         self.sr = [r.scores.score for r in prior if r.scores]
         self.f1 = [r.scores.f1_by_item for r in prior if r.scores]
-        self.p = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                          TimeElapsedColumn(), transient=False)  # fmt: skip
+        self.p = progress_bar(Console(stderr=True), TextColumn("episodes"), BarColumn(), MofNCompleteColumn(),
+                              TextColumn("{task.fields[metrics]}"), TimeElapsedColumn())  # fmt: skip
         self.p.start()
-        self.t = self.p.add_task(self._text(), total=total, completed=done)
+        self.t = self.p.add_task("episodes", total=total, completed=done, metrics=self._text())
 
     def _text(self) -> str:
         if not self.sr:
@@ -370,7 +379,7 @@ class _Progress:
         if ep.scores:
             self.sr.append(ep.scores.score)
             self.f1.append(ep.scores.f1_by_item)
-        self.p.update(self.t, advance=1, description=self._text())
+        self.p.update(self.t, advance=1, metrics=self._text())
 
     def close(self) -> None:
         self.p.stop()

@@ -28,7 +28,16 @@ Records = Iterable[Episode | Mapping[str, Any]]  # episodes, or their JSON recor
 
 
 class RunError(RuntimeError):
-    """A run directory that cannot be used (another world or agent, unreadable files)."""
+    """A run directory that cannot be used (another world or agent, unreadable files): what is
+    wrong (``problem``), then what to do (``advice``, by default for ``rollout``'s --out; a
+    command with other options words its own from ``problem``)."""
+
+    def __init__(self, problem: str, advice: str = "use another --out"):
+        super().__init__(f"{problem}; {advice}")
+        self.problem, self.advice = problem, advice
+
+    def __reduce__(self):
+        return type(self), (self.problem, self.advice)
 
 
 def read_episodes(path: str | Path, *, repair: bool = False) -> tuple[list[Episode], int]:
@@ -67,7 +76,7 @@ class EpisodeLog:
         self.records, self.skipped_lines = read_episodes(self.path, repair=True)
         for r in self.records:
             if r.world_hash not in (None, meta.get("world_hash")):
-                raise RunError(f"{self.path}: episodes from another world ({r.world_hash}); use another --out")
+                raise RunError(f"{self.path}: episodes from another world ({r.world_hash})")
         self._fh = self.path.open("a", encoding="utf-8")
 
     def _check_meta(self, meta: dict) -> None:
@@ -76,18 +85,17 @@ class EpisodeLog:
             try:
                 old = json.loads(f.read_text())
             except json.JSONDecodeError as e:
-                raise RunError(f"{f}: not valid JSON ({e.msg}); remove it or use another --out") from None
+                raise RunError(f"{f}: not valid JSON ({e.msg})", "remove it or use another --out") from None
             if not isinstance(old, dict):
-                raise RunError(f"{f}: not a run description (a JSON object); remove it or use another --out")
+                raise RunError(f"{f}: not a run description (a JSON object)", "remove it or use another --out")
             for key in ("world_hash", "agent"):
                 if old.get(key) != meta.get(key):
-                    raise RunError(f"{self.dir} holds a run with {key}={old.get(key)!r}, not {meta.get(key)!r}; "
-                                   "use another --out")  # fmt: skip
+                    raise RunError(f"{self.dir} holds a run with {key}={old.get(key)!r}, not {meta.get(key)!r}")
             new = json.loads(json.dumps(meta, default=str))
             changed = [d for key in ("agent_config", "env_config") if key in old
                        for d in _differences(key, old[key], new.get(key, {}))]  # fmt: skip
             if changed:
-                raise RunError(f"{self.dir} holds a run with other settings ({'; '.join(changed[:5])}); "
+                raise RunError(f"{self.dir} holds a run with other settings ({'; '.join(changed[:5])})",
                                "rerun with the same settings to resume, or use another --out")  # fmt: skip
         else:
             f.write_text(json.dumps(meta, indent=2, default=str) + "\n")

@@ -5,6 +5,7 @@ with bad values for every option)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -53,8 +54,8 @@ def test_rollout_on_a_missing_or_broken_world(files, tmp_path, no_ray, world):
         ("nosuch_module:Agent", None, "cannot import module 'nosuch_module'"),
         ("rollout.agents:Nope", None, "has no 'Nope'"),
         ("oracle", '{"retries": 1, "colour": "red"}', "unknown setting(s) 'colour'; valid settings: retries"),
-        ("openai", '{"tool_mode": "smoke"}', "tool_mode must be native or tags"),
-        ("openai", '{"max_turns": 0}', "must be >= 1, not 0"),  # env setting 'max_turns' (…)
+        ("openai", '{"tool_mode": "smoke", "base_url": "http://127.0.0.1:9/v1"}', "tool_mode must be native or tags"),
+        ("openai", '{"max_turns": 0, "base_url": "http://127.0.0.1:9/v1"}', "must be >= 1, not 0"),  # (env setting)
     ],
 )
 def test_rollout_agent_is_checked_before_ray_starts(files, tmp_path, no_ray, agent, config, says):
@@ -320,3 +321,58 @@ def test_an_unexpected_error_is_one_line_unless_debugging(files, monkeypatch):
 
 # -- every command, every option, bad values ---------------------------------------------------------
 # How each path is used; a path not listed is an input file or directory (a missing one is bad).
+
+
+# -- commands that said success when they had failed (issue 74) --------------------------------------
+def test_rollout_refuses_tasks_of_another_world_as_export_does(files, tmp_path, no_ray):
+    """The same check as ``export``'s (:func:`~fictionworld.tasks.model.check_same_world`),
+    before Ray starts or RUN is written: such a run would score 0 on every task and exit 0."""
+    from fictionworld.tasks.model import read_tasks, write_tasks
+
+    other = [t.model_copy(update={"world_hash": "f" * 64}) for t in read_tasks(files["tasks"])]
+    write_tasks(other, tmp_path / "other.jsonl")
+    lines = clean_failure(
+        cli("rollout", files["world"], "--tasks", tmp_path / "other.jsonl", "--out", tmp_path / "run")
+    )
+    assert len(lines) == 1 and f"{len(other)} of {len(other)} tasks were made from another world" in lines[0], lines
+    assert not (tmp_path / "run").exists()
+    exported = clean_failure(cli("export", "trl", tmp_path / "other.jsonl", "--world", files["world"],
+                                 "--out", tmp_path / "x"))  # fmt: skip
+    assert exported[0].split(" than ")[0] == lines[0].split(" than ")[0]  # one check, one message
+
+
+def test_rollout_with_the_openai_agent_needs_its_server(files, tmp_path, no_ray):
+    r = cli("rollout", files["world"], "--tasks", files["tasks"], "--out", tmp_path / "run", "--agent", "openai")
+    assert clean_failure(r) == [
+        "error: --agent openai needs --agent-url (its OpenAI-compatible server, e.g. http://127.0.0.1:30000/v1)"
+    ]
+    assert not (tmp_path / "run").exists()
+
+
+def test_demo_never_replaces_a_world_of_other_settings_without_force(files, tmp_path, no_ray):
+    """``demo --entities 4000`` after a default demo replaced the world in silence, then failed
+    naming ``--out`` (no option of demo's)."""
+    from fictionworld.storage import read_manifest
+
+    demo = tmp_path / "demo"
+    shutil.copytree(files["world"], demo / "world")  # (seed 5, MIN_ENTITIES)
+    before = read_manifest(demo / "world")["world_hash"]
+    for args in (["--entities", MIN_ENTITIES + 50, "--seed", 5], ["--seed", 6, "--entities", MIN_ENTITIES]):
+        lines = clean_failure(cli("demo", "--dir", demo, "--tasks", 1, *args))
+        assert len(lines) == 1 and "holds a world of seed 5" in lines[0] and "--force" in lines[0], lines
+        assert "--out" not in lines[0]
+    (tmp_path / "junk" / "world").mkdir(parents=True)
+    (tmp_path / "junk" / "world" / "notes.txt").write_text("mine")
+    lines = clean_failure(cli("demo", "--dir", tmp_path / "junk", "--tasks", 1, "--entities", MIN_ENTITIES))
+    assert "holds no demo world" in lines[0] and (tmp_path / "junk" / "world" / "notes.txt").exists()
+    assert read_manifest(demo / "world")["world_hash"] == before and not (demo / "runs").exists()
+
+
+def test_demo_names_its_own_options_for_a_run_it_cannot_use(files, tmp_path, no_ray):
+    demo = tmp_path / "demo"
+    shutil.copytree(files["world"], demo / "world")  # (seed 5, MIN_ENTITIES: the world this demo makes)
+    (demo / "runs" / "oracle").mkdir(parents=True)
+    (demo / "runs" / "oracle" / "run.json").write_text(json.dumps({"world_hash": "0" * 64, "agent": "oracle"}))
+    lines = clean_failure(cli("demo", "--dir", demo, "--tasks", 1, "--seed", 5, "--entities", MIN_ENTITIES))
+    assert len(lines) == 1 and "holds a run with world_hash=" in lines[0], lines
+    assert "--force" in lines[0] and "--dir" in lines[0] and "--out" not in lines[0]

@@ -64,6 +64,10 @@ ACCEPTED_IN = {
     ("serve", "port"): {"0"},  # any free port: a server would start (tests/test_serve.py starts it so)
     ("mcp", "port"): {"0"},
     ("export verl", "model"): {"nosuch"},  # any model path or hub id: the launch script names it
+    ("export skyrl", "logger"): {"nosuch"},  # one logger name: SkyRL checks it where it trains
+    ("export verl", "val_fraction"): {"0"},  # no validation rows: every task trains
+    ("export trl", "val_fraction"): {"0"},
+    ("export skyrl", "val_fraction"): {"0"},
 }  # fidelity: at most the pages there are
 
 

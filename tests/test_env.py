@@ -62,6 +62,31 @@ def test_perfect_answer_ends_with_reward_one(env, tasks):
     assert env.end("late") == 1.0 and env.reason == "answer"
 
 
+def test_the_reward_config_chooses_abstention_aware_scoring(world):
+    """RewardConfig(abstention=True): the env scores blank value cells as abstentions (out of item
+    precision's denominator), so an answer that leaves what it did not read blank earns more than
+    the same answer with a wrong guess there; the default (WideSearch's metric) pays both alike."""
+    from fictionworld.scoring import RewardConfig
+
+    task = generate_tasks(world, 1, kind="wide", seed=4)[0]
+    lines = task.answer.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    first = header + 2  # the first row, after the separator
+    cells = lines[first].split("|")
+    blank, wrong = list(cells), list(cells)
+    for j in range(2, len(cells) - 1):  # every value cell of the row (the first column is its key)
+        blank[j], wrong[j] = " N/A ", " Zzyzx Qwv 1234 "
+    rewards = {}
+    for abstention in (False, True):
+        env = SearchEnv(world.web, EnvConfig(reward=RewardConfig(abstention=abstention)))
+        for name, row in (("blank", blank), ("wrong", wrong)):
+            env.reset(task, seed=0)
+            text = "\n".join(lines[:first] + ["|".join(row)] + lines[first + 1 :])
+            rewards[abstention, name] = env.step(call("answer", text=text))[1]
+    assert rewards[False, "blank"] == rewards[False, "wrong"] < 1.0
+    assert rewards[True, "wrong"] == rewards[False, "wrong"] < rewards[True, "blank"] < 1.0
+
+
 @pytest.mark.parametrize(
     ("action", "expected"),
     [
@@ -215,3 +240,25 @@ def test_parse_action_forms():
     _, calls = parse_action('<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>',
                             allowed=("search",), max_arg_chars=100, turn=1)  # fmt: skip
     assert calls[0].name == "search" and calls[0].error is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['<tool_call>{"name": "answer", "arguments": {"text": "| a |', "<answer>| Name |\n|---|\n| x |", "<search>company",
+     'I will open it.\n<tool_call>\n{"name": "open", "arguments": {"url": "https://'],
+)  # fmt: skip
+@pytest.mark.parametrize("native", [False, True])
+def test_a_call_left_open_is_a_malformed_call_not_the_answer(world, tasks, text, native):
+    """A reply cut off inside a call (a trainer's token limit) is an error the agent reads, and
+    the episode goes on: taken as the final answer, it would end the episode with 0."""
+    env = SearchEnv(world.web, EnvConfig(text_tags=not native))
+    env.reset(tasks[0], seed=0)
+    obs, r, term, trunc, info = env.step({"role": "assistant", "content": text} if native else text)
+    assert not term and not trunc and r == 0.0 and env.answer is None
+    assert obs[-1]["content"].startswith("Error: a <") and "cut off or left open" in obs[-1]["content"]
+    # a closed call before the open one still runs, and the open one is an error after it
+    env.reset(tasks[0], seed=0)
+    block = "<tool_call>" + json.dumps(call("search", query="company")) + "</tool_call>"
+    closed = block if "<tool_call>" in text else "<search>company</search>"
+    env.step(closed + text if not native else {"role": "assistant", "content": closed + text})
+    assert [s.status for s in env.steps] == ["ok", "error"]

@@ -19,6 +19,7 @@ from fictionworld.env.env import EPISODE_OVER
 from fictionworld.env.tools import _tags, _tool_call_blocks, short_repr
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.testing.env_fuzz import BAD_URLS, NASTY_PIECES, Case, check_step, run_fuzz
+from fictionworld.testing.nasty_actions import valid_arguments
 from fictionworld.web.pages import WebError
 from fictionworld.web.text import first_surrogate
 
@@ -229,6 +230,8 @@ def test_lone_surrogates_in_queries_are_errors(env, tasks, query, tool):
         ({"name": "search", "arguments": {"query": "x", "z": {1, 2}}, "id": 10**5000}, None),
         (10**5000, "unreadable action of type int"),
         ({"name": "\ud800", "arguments": {}}, "unknown tool '\ufffd'"),
+        ({"name": "web_search", "arguments": {"role": "x", None: None, "queries": ["company"]}}, "named by strings"),
+        ({"function": {"name": "search", "arguments": {"query": "company", (1, "a"): 2}}}, "not by tuple"),
     ],
     ids=lambda v: ascii(short_repr(v))[1:41],
 )
@@ -321,4 +324,19 @@ def test_seeded_fuzz_run(world, tasks):
     assert report.ok, "\n".join(report.examples)
     assert (report.exceptions, report.out_of_range) == (0, 0)
     assert report.bad > cases // 3 and report.steps_after_end > 0 and report.outcomes["search results"] > 0
+    assert report.kinds["argument not named by a string"] > 0 and report.kinds["reasoning only"] > 0
     assert run_fuzz(300, 7, world, tasks).digest == run_fuzz(300, 7, world, tasks).digest
+
+
+def test_the_fuzzers_finding_web_search_with_an_argument_named_none(env, tasks):
+    """100k cases found ``web_search`` with ``{'role': …, None: None, 'queries': [...]}`` (printed
+    after the env had turned the action's ``query`` into ``queries``, in the action itself) and no
+    error: a name that is no string is now an error, the env leaves the caller's arguments as
+    they were, and the generator knows web_search's one-``query`` form."""
+    for args in ({"role": "x", None: None, "query": "company"}, {"role": "x", "query": "company"},
+                 {"role": "x", None: None, "queries": ["company"]}, {"query": "company", 7: 1}):  # fmt: skip
+        given = dict(args)
+        action = {"name": "web_search", "arguments": args}
+        obs = step(env, tasks[0], action, bad=not valid_arguments("web_search", args))
+        assert args == given  # (the env reads a copy)
+        assert obs[0]["content"].startswith("Error:") == any(not isinstance(k, str) for k in args)

@@ -22,7 +22,7 @@ PACKAGES = ("fictionworld", "generators", "rollout")
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("fictionworld._version", "fictionworld.records", "fictionworld.schema", "fictionworld.spec",
               "fictionworld.tables", "fictionworld.dates", "fictionworld.world", "fictionworld.storage", "fictionworld.digests", "fictionworld.reading",
-              "fictionworld.streaming", "fictionworld.executors",
+              "fictionworld.streaming", "fictionworld.executors", "fictionworld.progress",
               "fictionworld.folding", "fictionworld.seeding", "fictionworld.surface", "fictionworld.gazetteer",
               "fictionworld.categories", "fictionworld.knobs", "fictionworld.errors", "fictionworld.llm",
               "fictionworld.registry", "fictionworld.check", "fictionworld.data")),

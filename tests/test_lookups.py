@@ -46,7 +46,9 @@ def test_the_speller_table_corrects_as_the_rule_says(seed, one_edit_pool, tmp_pa
     assert unkeyed.words._keys is None and not keys_path(tmp_path / "k" / "s.arrow").exists()
     spellers = (speller, opened, plain, Speller.open(tmp_path / "p.arrow"), unkeyed)
     assert [x.tail3 is not None for x in spellers] == [True, True, False, False, True]
-    queries = [edits(w, rng) for w in rng.sample(sorted(vocab), examples(400))] + rng.sample(sorted(vocab), examples(100))
+    queries = [edits(w, rng) for w in rng.sample(sorted(vocab), examples(400))] + rng.sample(
+        sorted(vocab), examples(100)
+    )
     queries += ["", "a", "zzzzzzzzzzzzzzzzzzzzzzz", "1234", "ß" * 5]
     for q in queries:
         want = literal_correct(vocab, q)

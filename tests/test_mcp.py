@@ -10,9 +10,11 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 pytest.importorskip("mcp")
@@ -124,12 +126,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_http(saved_world) -> tuple[subprocess.Popen, str]:
-    """``fictionworld mcp DIR --transport streamable-http --port P``, and the URL it prints once
-    it listens."""
+def start_http(saved_world, *args: str) -> tuple[subprocess.Popen, str]:
+    """``fictionworld mcp DIR --transport streamable-http --port P [args]``, and the URL it
+    prints once it listens."""
     port = str(free_port())
-    proc = subprocess.Popen([*CLI, str(saved_world), "--transport", "streamable-http", "--port", port], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen([*CLI, str(saved_world), "--transport", "streamable-http", "--port", port, *args],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     first: list[str] = []
     reader = threading.Thread(target=lambda: first.append(proc.stderr.readline()), daemon=True)
     reader.start()
@@ -169,6 +171,56 @@ def test_over_streamable_http(saved_world, service, query):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr.read()
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+HANDSHAKE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+
+
+@pytest.mark.cli
+def test_streamable_http_sessions_are_capped_and_freed_when_idle(saved_world):
+    """Handshake-era sessions (raw initialize calls, as a client that never ends its session
+    makes them): at most --max-sessions at once (the next is refused 503, saying why), a DELETE
+    gives a place back, and a session is freed --session-idle seconds after its last request
+    (before, the SDK kept every session until its client ended it)."""
+    proc, url = start_http(saved_world, "--max-sessions", "3", "--session-idle", "4")
+    try:
+
+        def initialize() -> httpx.Response:
+            return httpx.post(url, json=INITIALIZE, headers=HANDSHAKE, timeout=20)
+
+        def ping(session: str) -> int:
+            headers = HANDSHAKE | {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+            return httpx.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=headers,
+                              timeout=20).status_code  # fmt: skip
+
+        opened = [initialize() for _ in range(3)]
+        assert [r.status_code for r in opened] == [200] * 3
+        a, b, c = (r.headers["mcp-session-id"] for r in opened)
+        over = initialize()
+        assert over.status_code == 503 and over.headers["retry-after"] == "1", over.text
+        assert "too many MCP sessions open" in over.json()["error"]["message"]
+        gone = httpx.delete(url, headers=HANDSHAKE | {"mcp-session-id": a, "mcp-protocol-version": "2025-06-18"},
+                            timeout=20)  # fmt: skip
+        assert gone.status_code == 200 and initialize().status_code == 200  # a DELETE gave its place back
+        time.sleep(2)
+        assert ping(b) == 200  # in use: kept
+        time.sleep(2.5)  # c idle for 4.5 s, b for 2.5 s
+        assert ping(c) == 404 and ping(b) == 200
+        assert initialize().status_code == 200  # c's place is free again
+    finally:
+        stop(proc)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr.read()
 
 

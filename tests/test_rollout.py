@@ -147,7 +147,7 @@ def test_cli_rollout_resume_and_export(ray_cluster, saved_world, tasks, tmp_path
     assert r.exit_code == 0, r.output
     assert "6 episodes run, 0 already done" in r.output and "Item F1" in r.output
     r = CliRunner().invoke(app, args + ["--json"])
-    assert r.exit_code == 0 and json.loads(r.output)["skipped"] == 6
+    assert r.exit_code == 0 and json.loads(r.stdout)["skipped"] == 6  # (a warning may go to stderr)
     assert (tmp_path / "run" / "episodes.parquet").exists() and (tmp_path / "run" / "summary.json").exists()
     r = CliRunner().invoke(app, ["export", str(tmp_path / "run"), "--out", str(tmp_path / "x.parquet")])
     assert r.exit_code == 0 and pq.read_table(tmp_path / "x.parquet").num_rows == 6
@@ -165,6 +165,24 @@ def test_cli_demo(ray_cluster, tmp_path):
     assert row.count("1.000") == 3
     assert any("baseline (all)" in line for line in r.output.splitlines())
     assert (tmp_path / "d" / "runs" / "oracle" / "episodes.jsonl").exists()
+    saved = (tmp_path / "d" / "results.txt").read_text()  # the table, kept beside the runs
+    assert "oracle (all)" in saved and "baseline (all)" in saved and "results.txt" in r.output
+    assert "\x1b" not in saved  # (plain text)
+    # progress off a terminal: lines as the episodes finish (a rich bar printed only at the end)
+    assert any(line.startswith("episodes: 6/6") for line in r.output.splitlines()), r.output
+
+
+def test_cli_rollout_where_every_episode_failed_exits_1(ray_cluster, saved_world, tasks, tmp_path):
+    """The openai agent on a server that is down: every episode is an error, and the command
+    says so in one line and exits 1 (it printed its table and exited 0)."""
+    write_tasks(tasks[:2], tmp_path / "tasks.jsonl")
+    r = CliRunner().invoke(app, ["rollout", str(saved_world), "--tasks", str(tmp_path / "tasks.jsonl"), "--agent",
+                                 "openai", "--agent-url", "http://127.0.0.1:9/v1", "--agent-config", '{"retries": 0}',
+                                 "--workers", "1", "--out", str(tmp_path / "run")])  # fmt: skip
+    assert r.exit_code == 1, r.output
+    failed = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert len(failed) == 1 and "every episode failed (2 of 2)" in failed[0], r.output
+    assert "Traceback" not in r.output and len(lines(tmp_path / "run" / "episodes.jsonl")) == 2
 
 
 def test_policy_update_moves_toward_advantage():

@@ -450,8 +450,12 @@ def test_a_corrected_single_answer_scores_the_correction(world, deep, names_by_t
         assert score(text, task).score == 0.0
 
 
-def test_headers_in_compatibility_forms(wide):
-    task = next(t for t in wide if any("²" in h for h in t.headers))
+def test_headers_in_compatibility_forms(world, wide):
+    from fictionworld.tasks import TaskKnobs
+
+    # areas are guessable in the session's small world (few regions): drawn without that bound
+    loose = generate_tasks(world, 30, kind="wide", seed=5, knobs=TaskKnobs(guess_gain=1.0))
+    task = next(t for t in [*wide, *loose] if any("²" in h for h in t.headers))
     for sub in ["2", "^2", "<sup>2</sup>"]:
         headers = [h.replace("²", sub) for h in task.headers]
         assert score(table(headers, task.gold.rows), task).score == 1.0, sub
@@ -482,3 +486,210 @@ def test_answer_tags_read_the_last_complete_one():
     assert score("<answer>Borla</answer> no wait <ANSWER>Acme Corp</Answer>", task).score == 1.0
     assert score("<answer>Acme Corp</answer> no wait <answer>Borla</answer>", task).score == 0.0
     assert score("<answer>" * 100_000, task).score == 0.0  # unclosed tags: read once, not rescanned
+
+
+# -- base rates and abstention (issue 74) -------------------------------------------------------
+# A policy can write each column's most common value instead of reading. The task generator keeps
+# columns a base rate answers out of tasks (fictionworld.tasks.guess); the abstention option lets
+# a blank or N/A cell cost less than a wrong guess. Both are attacked here with generated answers.
+_GUESS_PRESETS = ("tiny", "small")  # the presets the session world holds; bigger ones: tests marked big
+
+
+@pytest.fixture(scope="module")
+def by_preset(world):
+    from fictionworld.tasks.presets import PRESETS
+
+    return {p: generate_tasks(world, 105, seed=11, knobs=PRESETS[p]) for p in _GUESS_PRESETS}
+
+
+def _column_kind(task, j: int) -> tuple:
+    c = task.graph_query.columns[j]
+    return (task.graph_query.type, c.path, c.attribute, c.aggregate, c.of_type, c.format)
+
+
+class _Modes:
+    """Each column kind's most common gold text over every entity of the row type (the world's
+    base rate, counted here without the task generator's code), and over the rows of other tasks
+    of a set (what a policy trained on the set would learn as a base rate: never the task's own
+    rows, nor values of the same entities, which would be recalling answers, not guessing)."""
+
+    def __init__(self, world, tasks):
+        from fictionworld.tables import TYPE_CODE
+        from fictionworld.tasks.query import GraphIndex
+
+        self.world, self.g, self.codes, self.cache = world, GraphIndex(world), TYPE_CODE, {}
+        self.cells: dict[tuple, list[tuple[str, str]]] = {}
+        for t in tasks:
+            for j in range(len(t.gold.columns)):
+                cells = self.cells.setdefault(_column_kind(t, j), [])
+                cells += [(p.entity, r[j]) for p, r in zip(t.provenance, t.gold.rows)]
+
+    def world_mode(self, task, j: int) -> str:
+        from collections import Counter
+
+        k = _column_kind(task, j)
+        if k not in self.cache:
+            c = task.graph_query.columns[j]
+            if c.aggregate == "rank":
+                self.cache[k] = "1"
+            else:
+                rows = np.flatnonzero(self.world.entities.type_code == self.codes[k[0]]).astype(np.int64)
+                texts = Counter(x.text for x in self.g.column(rows, c) if x is not None)
+                self.cache[k] = min(texts.items(), key=lambda kv: (-kv[1], kv[0]))[0] if texts else ""
+        return self.cache[k]
+
+    def learnt_mode(self, task, j: int) -> str:
+        from collections import Counter
+
+        mine = {p.entity for p in task.provenance}
+        others = Counter(v for e, v in self.cells[_column_kind(task, j)] if e not in mine)
+        return min(others.items(), key=lambda kv: (-kv[1], kv[0]))[0] if others else ""
+
+
+def _fill(task, rows, values: list[str]) -> list[list[str]]:
+    """``rows`` with every value (non-key) cell of column ``j`` replaced by ``values[j]``."""
+    keys = {task.gold.columns.index(k) for k in task.evaluation.unique_columns}
+    return [[c if j in keys else values[j] for j, c in enumerate(r)] for r in rows]
+
+
+def _each(task, value) -> list[str]:
+    return [value(task, j) for j in range(len(task.gold.columns))]
+
+
+def test_keys_and_base_rate_guesses_earn_at_most_keys_plus_002_in_every_family_and_preset(world, by_preset):
+    """Acceptance (issue 74): every key plus each column's most common value (the world's, the
+    task generator's best guess, or the one learnt from the other tasks) earns on average no
+    more than the keys alone + 0.02 item F1, in every family of every preset."""
+    from collections import defaultdict
+
+    from fictionworld.tasks.wide import WideTaskGenerator
+
+    for preset, tasks in by_preset.items():
+        modes, rates = _Modes(world, tasks), WideTaskGenerator(world).base_rates
+        per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for t in tasks:
+            ev, q = t.evaluation.eval_pipeline, t.graph_query
+            best = [rates.guess(q.type, q.columns[j], ev[c]).text for j, c in enumerate(t.gold.columns)]
+            d = per[t.family]
+            for how, values in (("keys", [""] * len(best)), ("world", _each(t, modes.world_mode)),
+                                ("learnt", _each(t, modes.learnt_mode)), ("best", best)):  # fmt: skip
+                d[how].append(score(_answer(t, _fill(t, t.gold.rows, values)), t).f1_by_item)
+        assert len(per) >= 5, (preset, sorted(per))
+        for fam, d in per.items():
+            keys = float(np.mean(d["keys"]))
+            for how in ("world", "learnt", "best"):
+                assert float(np.mean(d[how])) <= keys + 0.02, (preset, fam, how, np.mean(d[how]), keys)
+
+
+def test_the_recorded_guessability_is_what_the_scorer_pays(world, by_preset):
+    """A task's guessability of a column is the share of its cells the base-rate guess answers
+    under the strict scorer: the guess written in that column alone earns exactly those items,
+    and guess_gain is the item F1 that keys + every guess earn over the keys alone."""
+    from fictionworld.tasks.wide import WideTaskGenerator
+
+    checked, rates = 0, WideTaskGenerator(world).base_rates
+    for tasks in by_preset.values():
+        for t in tasks:
+            n, c = len(t.gold.rows), len(t.gold.columns)
+            ev, q = t.evaluation.eval_pipeline, t.graph_query
+            assert set(t.guessability) == set(t.gold.columns) - set(t.evaluation.unique_columns)
+            for j, name in enumerate(t.gold.columns):
+                if name not in t.guessability:
+                    continue
+                guess = rates.guess(q.type, q.columns[j], ev[name]).text if q.columns[j].aggregate != "rank" else "1"
+                rows = [list(r) for r in t.gold.rows]
+                for r in rows:
+                    r[j] = guess
+                s = score(_answer(t, rows), t)
+                paid = s.recall_by_item * n * c - n * (c - 1)
+                assert paid == pytest.approx(t.guessability[name] * n, abs=1e-5 * n), (t.instance_id, name)
+                checked += 1
+            keys_only = score(_answer(t, _fill(t, t.gold.rows, [""] * c)), t).f1_by_item
+            assert t.difficulty["guess_gain"] == pytest.approx(sum(t.guessability.values()) / c, abs=1e-5)
+            assert keys_only == pytest.approx(1 / c)
+    assert checked >= 50
+
+
+def _read(task, r: random.Random, share: float) -> set[int]:
+    n = len(task.gold.rows)
+    return set(r.sample(range(n), max(1, round(share * n))))
+
+
+def test_filling_unread_rows_with_base_rates_never_beats_the_read_rows(world, by_preset):
+    """Acceptance (issue 74), with the abstention reward: an agent that read a quarter of the
+    rows and fills the others' values with the most common ones earns on average no more, in any
+    family of any preset, than one that reports the rows it read (and the others' keys with N/A)."""
+    from collections import defaultdict
+
+    r = random.Random(74)
+    for preset, tasks in by_preset.items():
+        modes = _Modes(world, tasks)
+        per: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for t in tasks:
+            read = _read(t, r, 0.25)
+            gold = t.gold.rows
+            only_read = [list(x) for i, x in enumerate(gold) if i in read]
+            honest = [list(x) if i in read else _fill(t, [x], ["N/A"] * len(x))[0] for i, x in enumerate(gold)]
+            best_honest = max(score(_answer(t, rows), t, abstention=True).f1_by_item for rows in (only_read, honest))
+            for mode in (modes.world_mode, modes.learnt_mode):
+                values = _each(t, mode)
+                filled = [list(x) if i in read else _fill(t, [x], values)[0] for i, x in enumerate(gold)]
+                per[t.family].append((score(_answer(t, filled), t, abstention=True).f1_by_item, best_honest))
+        for fam, pairs in per.items():
+            fill, honest = np.mean([a for a, _ in pairs]), np.mean([b for _, b in pairs])
+            assert fill <= honest, (preset, fam, fill, honest)
+
+
+@settings(max_examples=examples(300))
+@given(data=st.data())
+def test_abstaining_never_pays_more_than_answering_what_was_read(wide, data):
+    """With abstention: for any cells an agent has read, writing them (gold) with N/A elsewhere
+    scores at least as much as abstaining on some of them too: on everything, or on all but the
+    easy cells (the most guessable columns). Abstention scores at least the default, at most 1,
+    equal to it without blank cells; wrong rows still cost, and N/A keys name no row."""
+    task = data.draw(st.sampled_from(wide))
+    n, c = len(task.gold.rows), len(task.gold.columns)
+    keys = {task.gold.columns.index(k) for k in task.evaluation.unique_columns}
+    value_at = [j for j in range(c) if j not in keys]
+    known = {(i, j) for i in range(n) for j in value_at if data.draw(st.booleans(), label=f"read {i},{j}")}
+    blank = data.draw(st.sampled_from(["N/A", "", "n/a", "-", "NA", "**N/A**"]))
+
+    def answer(cells: set) -> str:
+        return _answer(task, [[g if j in keys or (i, j) in cells else blank for j, g in enumerate(row)]
+                              for i, row in enumerate(task.gold.rows)])  # fmt: skip
+
+    honest = score(answer(known), task, abstention=True)
+    everything = score(answer(set()), task, abstention=True)
+    easy = sorted(value_at, key=lambda j: -task.guessability.get(task.gold.columns[j], 0.0))[:1]
+    cherry = score(answer({(i, j) for (i, j) in known if j in easy}), task, abstention=True)
+    fewer = data.draw(st.sets(st.sampled_from(sorted(known)), max_size=len(known))) if known else set()
+    some = score(answer(known - fewer), task, abstention=True)
+    for other in (everything, cherry, some):
+        assert other.f1_by_item <= honest.f1_by_item + 1e-12
+    default = score(answer(known), task)
+    assert default.f1_by_item <= honest.f1_by_item <= 1.0 and honest.recall_by_item == default.recall_by_item
+    assert honest.abstained_items == n * len(value_at) - len(known)
+    full = score(task.answer, task, abstention=True)
+    assert full.score == 1.0 and full.f1_by_item == score(task.answer, task).f1_by_item == 1.0
+    # A wrong row with nothing but N/A values still costs; a row keyed N/A is a wrong row.
+    extra = [["Zzyzx Qwv" if j in keys else "N/A" for j in range(c)], ["N/A"] * c]
+    padded = score(_answer(task, [*task.gold.rows, *extra]), task, abstention=True)
+    assert padded.precision_by_item < 1.0 and padded.precision_by_row < 1.0
+
+
+def test_a_hedge_or_a_guess_beside_na_is_not_abstention(wide):
+    """Only a cell that states nothing abstains: "N/A (maybe 0)" or "unknown, 3" claim a value and
+    count as predicted items, so they never score above a wrong value."""
+    from fictionworld.scoring.strict import abstains
+
+    assert all(abstains(x) for x in ("", " ", "N/A", "n/a", "N.A.", "NA", "-", "—", "*N/A*", "<b>n/a</b>"))
+    assert not any(abstains(x) for x in ("0", "N/A (maybe 0)", "none: 3", "NaN 3", "unknown, 3", "Nan"))
+    task = next(t for t in wide if any(ev.metric == ["number_near"] for ev in t.evaluation.eval_pipeline.values()))
+    j = next(j for j, c in enumerate(task.gold.columns) if task.evaluation.eval_pipeline[c].metric == ["number_near"])
+    wrong = _with_cell(task, j, 0, "0" if task.gold.rows[0][j] != "0" else "1")
+    hedge = _with_cell(task, j, 0, "N/A (maybe 0)" if task.gold.rows[0][j] != "0" else "N/A (maybe 1)")
+    na = _with_cell(task, j, 0, "N/A")
+    s_wrong, s_hedge, s_na = (score(x, task, abstention=True) for x in (wrong, hedge, na))
+    assert s_hedge.f1_by_item <= s_wrong.f1_by_item + 1e-12 < s_na.f1_by_item
+    assert s_na.abstained_items == 1 and s_hedge.abstained_items == 0
+    assert score(na, task, mode="strict-abstain").f1_by_item == s_na.f1_by_item

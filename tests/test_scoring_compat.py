@@ -2,6 +2,8 @@
 
 import datetime as dt
 import json
+import random
+import time
 
 import pytest
 from scoring_helpers import FULL_ROWS, full_task, make_task, table
@@ -168,3 +170,62 @@ def test_garbage_never_raises():
     for text in ["", "|||||", "| a |\n|---|\n| b |", "```markdown\n| x |\n```", None]:
         r = c(text)
         assert r.score == 0
+
+
+# -- issue 74: the official evaluator's date parsing, bounded -----------------------------------
+DATES = {"d": {"preprocess": ["norm_date"], "metric": ["date_near"]}}
+
+
+def _dated(n: int, cell):
+    """A task of ``n`` dated rows and an answer whose date cells are ``cell(i, date)``."""
+    rnd = random.Random(3)
+    days = [dt.date(1900, 1, 1) + dt.timedelta(days=rnd.randrange(40_000)) for _ in range(n)]
+    rows = [[f"Company {i:03d}", d.isoformat()] for i, d in enumerate(days)]
+    task = make_task(["k", "d"], rows, pipeline=DATES)
+    return task, table(["k", "d"], [[r[0], cell(i, d)] for i, (r, d) in enumerate(zip(rows, days))])
+
+
+def test_an_answer_with_two_dates_a_cell_stops_with_evaluator_timeout():
+    """Each cell English cannot read makes dateparser try every language it knows (about a
+    third of a second each here): 6.8 kB of two-date cells took minutes. The work is estimated
+    before any such search and an answer over the budget scores 0 with "evaluator timeout"."""
+    task, answer = _dated(
+        170, lambda i, d: f"{d.isoformat()} / {d.replace(year=d.year + 1 if d.month != 2 else d.year - 1).isoformat()}"
+    )
+    assert len(answer) >= 6_800
+    c(*reversed(_dated(1, lambda i, d: d.isoformat())))  # dateparser's English loaded
+    start = time.perf_counter()
+    r = c(answer, task)
+    assert time.perf_counter() - start < 5.0  # generous: the unbounded evaluator took minutes
+    assert r.score == 0 and r.f1_by_item == 0 and r.msg.startswith("evaluator timeout"), r.msg
+    assert "170 date cells" in r.msg
+    assert c(answer, task).model_dump() == r.model_dump()  # a budget of work, not of time: deterministic
+    task, answer = _dated(1, lambda i, d: " / ".join([d.isoformat()] * 600))  # 7.8 kB in one cell
+    start = time.perf_counter()
+    r = c(answer, task)
+    assert time.perf_counter() - start < 5.0 and r.msg.startswith("evaluator timeout"), r.msg
+
+
+def test_date_parsing_within_the_budget_is_the_official_one():
+    task, answer = _dated(160, lambda i, d: [d.isoformat(), f"{d:%d %B %Y}", f"{d:%B %d, %Y}", "N/A"][i % 4])
+    r = c(answer, task)
+    assert r.msg == "" and r.recall_by_row == pytest.approx(120 / 160)  # pandas reads "N/A" as NaN: "nan"
+    # a few cells English cannot read are searched in every language, as upstream does
+    task, answer = _dated(20, lambda i, d: f"{d.isoformat()} / {d.isoformat()}" if i < 3 else d.isoformat())
+    r = c(answer, task)
+    assert r.msg == "" and r.recall_by_row == pytest.approx(17 / 20)
+
+
+def test_english_first_reads_every_date_as_dateparser_does():
+    import dateparser
+
+    from fictionworld.scoring.compat import DateParsing
+
+    settings = {"PREFER_DAY_OF_MONTH": "first", "RELATIVE_BASE": dt.datetime(2026, 11, 21)}
+    parse = DateParsing(settings, budget=100_000)
+    for text in [
+        "1987-03-14", "14 March 1987", "March 14, 1987", "14/03/1987", "03/14/1987", "1987.03.14", "1987–03–14",
+        "March 1987", "1987", "2024", "N/A", "unknown", "", "-", "14 mars 1987", "2020年3月14日", "14. März 1987",
+        "1 week ago", "yesterday", "12.5", "1, 2", "31/02/2001", "1987-03-14 or 1988-02-01", "c. 1987",
+    ]:  # fmt: skip
+        assert parse(text) == dateparser.parse(text, settings=settings), text

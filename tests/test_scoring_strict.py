@@ -187,3 +187,132 @@ def test_answers_over_the_size_limits_score_zero_with_a_message():
     r = score(answer + "\n" + "x" * 1_000_000, task)
     assert r.f1_by_item == 0 and "characters" in r.msg
     assert score(answer, task, limits=AnswerLimits(max_cells=999)).f1_by_item == 0
+
+
+# -- issue 74: honest answers that were under-paid, and their hedged forms -------------------
+def _deep_task():
+    task = make_task(["answer"], [["Acme Corp"]], aliases={"answer": [["Acme Corporation"]]})
+    return task.model_copy(update={"kind": "deep"})
+
+
+NOTES = "| candidate | evidence |\n|---|---|\n| Acme Corp | founded 1987 |\n| Borla Works | founded 1990 |\n"
+
+
+def test_a_deep_answer_after_a_table_of_notes_is_read():
+    task = _deep_task()
+    for closing in ["<answer>Acme Corp</answer>", "Answer: Acme Corp", "**Final answer:** Acme Corporation"]:
+        assert score(NOTES + "\n" + closing, task).score == 1.0, closing
+    # the explicit answer is what counts, whatever the notes say; hedges stay 0
+    for closing in ["<answer>Borla Works</answer>", "Answer: Borla Works", "Answer: Acme Corp or Borla Works"]:
+        assert score(NOTES + "\n" + closing, task).f1_by_item == 0.0, closing
+    # an answer table before the final line: the last word counts, in either direction
+    right, wrong = table(["Answer"], [["Acme Corp"]]), table(["Answer"], [["Borla Works"]])
+    assert score(wrong + "\nAnswer: Acme Corp", task).score == 1.0
+    assert score(right + "\nAnswer: Borla Works", task).f1_by_item == 0.0
+    # a table inside the tag is the answer; the tag wins over tables outside it
+    assert score(wrong + "\n<answer>\n" + right + "\n</answer>", task).score == 1.0
+    assert score("<answer>\n" + wrong + "\n</answer>\n" + right, task).f1_by_item == 0.0
+    # a last line that is a table row is not an explicit answer
+    assert score("| Name |\n|---|\n| Borla Works |\n| Acme Corp |", task).f1_by_item == 0.0
+
+
+def test_an_echoed_template_or_example_table_costs_nothing():
+    rows = FULL_ROWS
+    template = "| " + " | ".join(HEAD) + " |"
+    placeholders = table(HEAD, [["...", "...", "...", "...", "..."]])
+    braces = table(HEAD, [["{company}", "{employees}", "{founded}", "{website}", "{industry}"]])
+    example = "For example:\n" + table(HEAD, [["Example Corp", "100", "2000-01-01", "https://example.com", "x"]])
+    for before in [
+        f"Format:\n{template}\n{template}\n|---|---|---|---|---|\n| <name> | <n> | <date> | <url> | <industry> |",
+        placeholders,
+        braces,
+        example,
+        "I will fill in this table:\n" + table(HEAD, []),
+    ]:
+        r = s(before + "\n\nHere is my answer:\n" + table(HEAD, rows))
+        assert r.score == 1.0 and r.predicted_rows == 3, (before, r)
+    # the header echoed as a row inside the answer table, and a "..." row at its end
+    echo = table(HEAD, [HEAD, *rows, ["…"] * 5])
+    assert s(echo).score == 1.0
+    # tagged: only the table inside the tag is read
+    other = table(HEAD, [["Zed", "1", "2000-01-01", "z.example", "x"]])
+    assert s(other + "<answer>" + table(HEAD, rows) + "</answer>").score == 1.0
+
+
+def test_two_tables_never_beat_committing_to_one():
+    task = _deep_task()
+    right, wrong = table(["Answer"], [["Acme Corp"]]), table(["Answer"], [["Borla Works"]])
+    assert score(wrong + "\n" + right, task).score == score(right, task).score == 1.0
+    assert score(right + "\n" + wrong, task).f1_by_item == score(wrong, task).f1_by_item == 0.0
+    # a labelled example with the right answer does not count either
+    assert score("For example:\n" + right + "\n\n" + wrong, task).f1_by_item == 0.0
+    # wide: a draft of the same rows is replaced, a labelled example never adds rows
+    good, bad = table(HEAD, FULL_ROWS[:2]), table(HEAD, [[r[0], "7", *r[2:]] for r in FULL_ROWS[:2]])
+    assert s(bad + "\n" + good).f1_by_item == s(good).f1_by_item
+    assert s(good + "\n" + bad).f1_by_item == s(bad).f1_by_item
+    assert s("For example:\n" + table(HEAD, FULL_ROWS[2:]) + "\n" + good).recall_by_row == pytest.approx(2 / 3)
+
+
+def _cell_task(kind: str, gold: str):
+    pipe = {
+        "date": {"preprocess": ["norm_date"], "metric": ["exact_match"]},
+        "near": {"preprocess": ["norm_date"], "metric": ["date_near"]},
+        "number": {"preprocess": ["extract_number"], "metric": ["number_near"], "criterion": 0.0},
+    }[kind]
+    return make_task(["k", "v"], [["a", gold]], pipeline={"v": pipe})
+
+
+def _cell_score(task, cell) -> float:
+    return score(table(["k", "v"], [["a", cell]]), task).f1_by_row
+
+
+@pytest.mark.parametrize("kind", ["date", "near"])
+def test_dates_with_context_or_en_dashes(kind):
+    task = _cell_task(kind, "1987-03-14")
+    for honest in ["1987-03-14 (as of 2020)", "1987–03–14", "1987—03—14", "14–03–1987", "1987-03-14, as of 2021-05-01"]:
+        assert _cell_score(task, honest) == 1.0, honest
+    hedges = ["1987-03-14 or 1988-02-01", "1987–03–14 or 1988–02–01", "1987–03–14 (or 1988)", "1987-03-14 / 1986-03-14"]
+    if kind == "date":  # a range of days answers no day exactly
+        hedges += ["1987–03–14–15", "1987-03-14–16", "14–15 March 1987", "13 or 14 March 1987", "1987-03-14/15"]
+    for hedged in hedges:
+        assert _cell_score(task, hedged) == 0.0, hedged
+    assert _cell_score(task, "1987–03") == 0.0  # a year range, never a month
+
+
+def test_numbers_in_scientific_and_dotted_notation():
+    big = _cell_task("number", "2500000")
+    for honest in ["2.5e6", "2.5E+6", "2.5 × 10^6", "2,500,000", "2.500.000", "2.500.000,00"]:
+        assert _cell_score(big, honest) == 1.0, honest
+    for hedged in ["2.5e6 or 3e6", "2.5e6–3e6", "2.500.000 or 3.000.000", "2.5e6 (2.6e6)"]:
+        assert _cell_score(big, hedged) == 0.0, hedged
+    million = _cell_task("number", "1200000")
+    assert _cell_score(million, "1.200.000") == 1.0
+    # "1.200" alone is ambiguous: read as the official evaluator reads it, 1.2
+    small = _cell_task("number", "1.2")
+    assert _cell_score(small, "1.200") == 1.0 and _cell_score(million, "1.200") == 0.0
+    area = _cell_task("number", "23880")
+    for honest in ["23880 km^2", "23,880 km²", "23880 km2", "23 880 km<sup>2</sup>", "23880 sq km", "23880 m^2"]:
+        assert _cell_score(area, honest) == 1.0, honest
+    for hedged in ["23880 km^2 or 24000 km^2", "23880–24000 km^2", "23880 km^2 (24000 km^2)", "23880^24000"]:
+        assert _cell_score(area, hedged) == 0.0, hedged
+
+
+def test_reward_config_rejects_weights_that_are_not_a_reward():
+    from pydantic import ValidationError
+
+    from fictionworld.errors import in_words
+
+    for bad in [
+        {"item_f1": -1.0},
+        {"row_f1": -0.5},
+        {"success": float("nan")},
+        {"item_f1": float("inf")},
+        {"format_penalty": -0.1},
+        {"item_f1": 0.0},
+        {"item_f1": 1.0, "row_F1": 1.0},
+    ]:
+        with pytest.raises(ValidationError) as e:
+            RewardConfig(**bad)
+        assert "\n" not in in_words(e.value), bad
+    assert RewardConfig(item_f1=0.0, success=1.0).success == 1.0
+    assert "must be >= 0" in in_words(pytest.raises(ValidationError, RewardConfig, item_f1=-1.0).value)

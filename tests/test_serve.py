@@ -6,10 +6,13 @@ with sessions that replay, every refusal, saturation, the time limit and a SIGTE
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -137,6 +140,33 @@ def test_search_r1_batch_of_hundreds(server, service, world):
     assert result == service.retrieve(names, 3, True)  # the same as in process, worker or not
 
 
+def unmatched_closing(text: str) -> int:
+    """How many ")" in ``text`` close no "(" before them (a passage cut short may leave a "(" open)."""
+    depth = stray = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            stray, depth = (stray + 1, 0) if depth == 0 else (stray, depth - 1)
+    return stray
+
+
+def test_passages_keep_no_piece_of_a_link_target(server, world):
+    """Namesakes' article URLs hold parentheses (``…/wiki/Lira_(film)``): a passage carries each
+    link's text and nothing of its target, not even the target's closing ")"."""
+    pages = world.web.pages
+    linking = [r for r in range(len(pages)) if re.search(r"\]\([^)\s]*\(", pages.text(r))]
+    assert len(linking) >= 20, "the world has pages linking to URLs with parentheses"
+    queries = [pages.titles[r] for r in linking[:200]]
+    result = server.post("/retrieve", {"queries": queries, "topk": 3, "return_scores": True}).json()["result"]
+    docs = [d["document"] for q in result for d in q]
+    tested = [d for d in docs if re.search(r"\]\([^)\s]*\(", world.web.open(d["url"]).text)]
+    assert len(tested) >= 20
+    for d in docs:
+        assert unmatched_closing(d["contents"]) == 0, d["contents"]
+        assert "](" not in d["contents"]
+
+
 def test_retrieve_without_scores_gives_bare_documents(server):
     r = server.post("/retrieve", {"queries": ["companies founded in"], "topk": 2})
     docs = r.json()["result"][0]
@@ -222,7 +252,7 @@ def test_health_info_metrics_docs(server, world):
         time.sleep(0.1)
     assert all(d["state"] == "done" and d["supported"] and d["mapped_bytes"] > 0 for d in done), done
     metrics = server.get("/metrics").text
-    assert "fictionworld_requests_total{" in metrics and "fictionworld_in_flight{" in metrics
+    assert "fictionworld_requests_total{" in metrics and "\nfictionworld_in_flight " in metrics
     assert server.get("/docs").status_code == 200
     spec = server.get("/openapi.json").json()
     assert {"/retrieve", "/search", "/open", "/health", "/info"} <= set(spec["paths"])
@@ -337,38 +367,150 @@ def test_request_time_limit_answers_504(saved_world, world):
         assert s.post("/retrieve", {"queries": queries[:1]}).status_code == 200
 
 
-def test_a_body_that_stalls_gets_408_at_the_time_limit_and_gives_its_place_back(saved_world):
-    """Clients that send part of a body and stop: each is answered 408 when the request's time
-    limit passes, and the worker's places they held are free again (before, two such clients
-    held a worker of --max-in-flight 2 for ever: every later request got 503)."""
-    import socket
+# -- clients that hold a worker: slow batches, stalled bodies, half-sent headers -----------------
+def made_up_queries(n: int, words: int, seed: int) -> list[str]:
+    """Queries of made-up words, none in the world's vocabulary: the speller corrects each."""
+    rng = random.Random(seed)
+    word = lambda: "".join(rng.choice("bcdfgklmnprstvz") + rng.choice("aeiou") for _ in range(4))
+    return [" ".join(word() for _ in range(words)) for _ in range(n)]
 
-    def stalled() -> socket.socket:
-        sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
-        sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 100\r\n\r\n" + b'{"query": "rob')  # fmt: skip
-        return sock
 
-    def reply(sock: socket.socket) -> bytes:
-        data = b""
-        while b"}" not in data:
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
+def raw(port: int, data: bytes) -> socket.socket:
+    """A connection that sent ``data`` and nothing more."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+    sock.sendall(data)
+    return sock
+
+
+def until_closed(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (a socket timeout fails the test)."""
+    data = b""
+    try:
+        while chunk := sock.recv(4096):
             data += chunk
-        return data
+    except ConnectionResetError:
+        pass
+    sock.close()
+    return data
 
-    with running(saved_world, "--workers", "1", "--max-in-flight", "2", "--timeout", "1.5") as s:
-        socks = [stalled() for _ in range(2)]
+
+def counted(metrics: str, name: str, **labels: str) -> int:
+    """A counter's value in /metrics text (0 where it has no line)."""
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    m = re.search(rf"^{name}{{{re.escape(inner)}}} (\d+)$", metrics, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def test_a_slow_batch_is_searched_off_the_event_loop_and_stops_at_its_share_of_work(saved_world):
+    """A Search-R1 batch of made-up words (each corrected) is searched on a thread: /health and
+    a small search on the same worker answer while it runs (before, both waited for the whole
+    batch), and the batch stops at its share of work (--max-work), answered 504 saying so, long
+    before the request's time limit."""
+    slow = made_up_queries(1024, 30, seed=3)
+    with running(saved_world, "--workers", "1", "--max-work", "2", "--timeout", "300") as s:
+        out: dict = {}
+
+        def batch():
+            t0 = time.monotonic()
+            out["r"] = httpx.post(s.url + "/retrieve", json={"queries": slow}, timeout=300)
+            out["s"] = time.monotonic() - t0
+
+        t = threading.Thread(target=batch)
+        t.start()
+        time.sleep(0.5)  # the batch is being searched
+        health = httpx.get(s.url + "/health", timeout=10)
+        small = httpx.post(s.url + "/search", json={"query": "robotics company"}, timeout=10)
+        during = t.is_alive()
+        t.join(300)
+        assert during, "the batch ended before /health and /search answered"
+        assert health.status_code == 200 and small.status_code == 200 and small.json()["status"] == "ok"
+        r = out["r"]
+        assert r.status_code == 504 and "the 2 s of search work one request may use" in r.json()["error"], r.text
+        assert out["s"] < 100  # stopped at its share, not at the time limit of 300 s
+
+
+def test_bodies_that_stall_hold_no_place_and_get_408_at_the_body_timeout(saved_world):
+    """Clients that send part of a body and stop hold none of the worker's --max-in-flight
+    places (before, two of them held a worker of --max-in-flight 2: every other request got
+    503); each is answered 408 when --body-timeout passes."""
+    head = b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    with running(saved_world, "--workers", "1", "--max-in-flight", "2", "--body-timeout", "1.5") as s:
+        socks = [raw(s.port, head + b'{"query": "rob') for _ in range(6)]
         time.sleep(0.3)
-        assert s.post("/search", {"query": "robotics company"}).status_code == 503  # both places held
+        r = httpx.post(s.url + "/search", json={"query": "robotics company"}, timeout=10)
+        assert r.status_code == 200 and r.json()["status"] == "ok", r.text
         for sock in socks:
-            data = reply(sock)
-            assert data.startswith(b"HTTP/1.1 408") and b"not received within the time limit of 1.5 s" in data, data
+            data = b""
+            while b"}" not in data and (chunk := sock.recv(4096)):
+                data += chunk
             sock.close()
-        r = s.post("/search", {"query": "robotics company"})
-        assert r.status_code == 200 and r.json()
-        assert re.search(r'requests_total\{worker="\d+",path="/search",status="408"\} 2\n', s.get("/metrics").text)
+            assert data.startswith(b"HTTP/1.1 408") and b"not all received within 1.5 s of its headers" in data, data
+        metrics = s.get("/metrics").text
+        assert counted(metrics, "fictionworld_requests_total", path="/search", status="408") == 6
+        assert counted(metrics, "fictionworld_rejected_total", reason="body_timeout") == 6
+
+
+def test_half_sent_headers_time_out_and_a_full_worker_makes_room(saved_world):
+    """Connections that send part of their headers and stop are closed at --header-timeout
+    (before, never: thousands stayed open and, past the open-file limit, every new client was
+    reset), and a worker holds at most --max-connections: one more closes the one that has
+    waited longest for a request, so a real client still gets in."""
+    with running(saved_world, "--workers", "1", "--header-timeout", "2", "--max-connections", "8") as s:
+        half = [raw(s.port, b"GET /health HTTP/1.1\r\nHost: x\r\n") for _ in range(20)]
+        r = httpx.get(s.url + "/health", timeout=10)
+        assert r.status_code == 200
+        replies = [until_closed(sock) for sock in half]  # each ends: closed to make room, or timed out
+        timed_out = [d for d in replies if d]
+        assert 1 <= len(timed_out) <= 8 and replies.count(b"") == 20 - len(timed_out)
+        for data in timed_out:
+            head, _, body = data.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 408") and b"content-type: application/json" in head
+            assert json.loads(body) == {"error": "request headers not received within 2 s"}
+        metrics = s.get("/metrics").text
+        assert counted(metrics, "fictionworld_rejected_total", reason="header_timeout") == len(timed_out)
+        assert counted(metrics, "fictionworld_rejected_total", reason="connections") >= 20 - len(timed_out)
+
+
+def test_a_worker_whose_connections_are_all_busy_refuses_one_more_with_a_json_503(saved_world):
+    """With every connection answering a request, none is closed to make room: the new one is
+    told so (503, Retry-After) and closed."""
+    slow = made_up_queries(1024, 30, seed=4)
+    with running(saved_world, "--workers", "1", "--max-connections", "2", "--max-work", "3") as s:
+        batches = [threading.Thread(target=lambda: httpx.post(s.url + "/retrieve", json={"queries": slow}, timeout=60))
+                   for _ in range(2)]  # fmt: skip
+        for t in batches:
+            t.start()
+        time.sleep(0.5)  # both are being searched
+        data = until_closed(raw(s.port, b""))
+        for t in batches:
+            t.join(60)
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in head, data
+        assert json.loads(body)["error"] == "server busy: 2 connections open, the most this worker holds; retry"
+
+
+def test_a_request_that_is_not_http_gets_a_json_400(server):
+    """uvicorn's own refusal of a request it cannot parse is JSON, as every other refusal."""
+    data = until_closed(raw(server.port, b"NOT HTTP AT ALL\r\n\r\n"))
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"content-type: application/json" in head.lower(), data
+    error = json.loads(body)["error"]
+    assert "not a well-formed HTTP/1.1 request" in error and "\n" not in error
+
+
+def test_metrics_count_the_whole_server_whichever_worker_answers(server):
+    def searches(text: str) -> int:
+        return counted(text, "fictionworld_requests_total", path="/search", status="200")
+
+    before = searches(server.get("/metrics").text)
+    for _ in range(20):  # a new connection each: either worker answers
+        assert httpx.post(server.url + "/search", json={"query": "founded in"}, timeout=30).status_code == 200
+    seen: dict[str, int] = {}
+    for _ in range(40):
+        text = httpx.get(server.url + "/metrics", timeout=30).text
+        pid = re.search(r'^fictionworld_process\{pid="(\d+)",workers="2"\} 1$', text, re.M).group(1)
+        seen[pid] = searches(text)
+    assert len(seen) == 2 and set(seen.values()) == {before + 20}, seen
 
 
 def test_sigterm_drains_in_flight_requests_then_exits_0(saved_world, world):

@@ -200,6 +200,40 @@ def test_the_gold_table_outside_an_answer_earns_nothing(world, items):
         assert all(isinstance(m["content"], str) for m in env.episode.env.messages)
 
 
+def test_reasoning_is_never_the_answer(world, items):
+    """A hedge while thinking, the gold table in a block the template opened, or an answer call
+    written while thinking: an error observation, the episode goes on, and "I don't know." after
+    it scores 0; the same answer after the block scores 1."""
+    prompt, _, extras = items[0]
+    texts = oracle_texts(world, extras, hermes)
+    gold = json.loads(texts[-1].split("<tool_call>")[1].split("</tool_call>")[0])
+    table = gold["arguments"]["text"]
+    for thought in (f"<think>maybe <answer>{table}</answer>, let me search more</think>",
+                    f"so it is\n{table}\n</think>\n", f"<think>maybe {hermes(gold)}, let me search more"):  # fmt: skip
+        env = make(extras)
+        *_, first, last, metrics = replay(env, prompt, texts[:-1] + [thought, "I don't know."])
+        assert not first["done"] and "Error: " in first["observations"][0]["content"], thought
+        assert last["done"] and last["reward"] == 0.0 and metrics["score"] == 0.0
+    env = make(extras)
+    *_, last, metrics = replay(env, prompt, texts[:-1] + [f"<think>I have every row.</think>\n{hermes(gold)}"])
+    assert last["done"] and last["reward"] == 1.0
+
+
+def test_a_reply_cut_off_mid_call_is_a_malformed_call_not_the_answer(world, items):
+    """SkyRL stops a turn at its token limit: a call cut off there (an unclosed ``<tool_call>``
+    or tag) is a malformed call, answered with an error; the episode goes on, and the whole
+    answer in the next turn scores 1."""
+    prompt, _, extras = items[0]
+    texts = oracle_texts(world, extras, hermes)
+    for cut in (texts[-1][: len(texts[-1]) // 2], texts[-1].rstrip().removesuffix("</tool_call>"),
+                oracle_texts(world, extras, tag)[-1].rstrip().removesuffix("</answer>"),
+                texts[0] + "\n<tool_call>\n{\"name\": \"open\", \"arguments\": {\"url\": \"https://"):  # fmt: skip
+        env = make(extras)
+        *_, cut_off, last, metrics = replay(env, prompt, texts[:-1] + [cut, texts[-1]])
+        assert not cut_off["done"] and "was cut off or left open" in cut_off["observations"][-1]["content"], cut
+        assert last["done"] and last["reward"] == 1.0 and metrics["answered"] == 1.0
+
+
 def test_a_row_without_world_or_task_is_refused(items):
     _, _, extras = items[0]
     with pytest.raises(ValueError, match="extra_info.world"):
@@ -296,7 +330,11 @@ def test_export_script_and_refusals(export, tasks, saved_world, tmp_path):
     assert args[-1] == "$@" and args[:-1] == [a.replace("$HERE", export["out"]) for a in export["overrides"]]
     assert "trainer.override_entrypoint=fictionworld.integrations.skyrl" in args
     assert {"environment.env_class=fictionworld", f"data.train_data=['{export['train']}']", "generator.max_turns=30",
-            "trainer.max_prompt_length=4096"} <= set(args)  # fmt: skip
+            "trainer.max_prompt_length=4096", "trainer.logger=console"} <= set(args)  # fmt: skip
+    told = fs.export_skyrl(tasks, saved_world, tmp_path / "wandb", logger="wandb")["overrides"]
+    assert "trainer.logger=wandb" in told and "trainer.logger=console" not in told
+    with pytest.raises(ValueError, match="one name"):
+        fs.export_skyrl(tasks, saved_world, tmp_path / "two", logger="console,wandb")
     assert importlib.import_module(fs.MODULE) is fs and callable(fs.main)  # main_base: import_module(value).main()
     alone = fs.export_skyrl(tasks[:1], saved_world, tmp_path / "one", val_fraction=0.0, tools="memory")
     assert alone["val_rows"] == 0 and {"data.val_data=[]", "trainer.eval_interval=-1"} <= set(alone["overrides"])

@@ -90,13 +90,17 @@ def test_deep_tasks_are_unique_and_name_no_entity(world, tasks):
 
 
 def test_knobs_shape_wide_tasks(world):
-    knobs = TaskKnobs(rows_min=5, rows_max=12, columns=6, hops=1, selectivity=0.5, families=("list",))
+    # guess_gain=1: six columns of one hop are more than the session's small world holds that a
+    # base rate answers little of (tests/test_wide_families.py checks the default's bound)
+    knobs = TaskKnobs(rows_min=5, rows_max=12, columns=6, hops=1, selectivity=0.5, families=("list",), guess_gain=1)
     for t in generate_tasks(world, 8, kind="wide", seed=2, knobs=knobs):
         assert 5 <= len(t.gold.rows) <= 12 and len(t.gold.columns) == 6
         assert t.difficulty["hops"] <= 1 and t.difficulty["selectivity"] < 1.0
         assert len(t.graph_query.conditions) == 2  # a discoverable group, then a filter
-    for t in generate_tasks(world, 5, kind="wide", seed=2, knobs=TaskKnobs(hops=3, columns=5)):
-        assert max(len(c.path) for c in t.graph_query.columns) >= 2
+    # Most: a long path often ends at one of a few entities (a country) that a base rate answers,
+    # and such columns are not drawn.
+    deep = generate_tasks(world, 5, kind="wide", seed=2, knobs=TaskKnobs(hops=3, columns=5, guess_gain=1))
+    assert sum(max(len(c.path) for c in t.graph_query.columns) >= 2 for t in deep) >= 2
 
 
 def test_large_tasks(world):

@@ -26,7 +26,7 @@ import fictionworld as fw  # noqa: E402
 from fictionworld.env.tools import TOOLS  # noqa: E402
 from fictionworld.integrations import trl as ft  # noqa: E402
 from fictionworld.integrations.trl import NO_EPISODE, FictionWorldEnv, dataset_row, export_trl  # noqa: E402
-from fictionworld.integrations.trl_demo import REWARD_KEY, grpo_trainer, train_trl_demo  # noqa: E402
+from fictionworld.integrations.trl_demo import REWARD_KEY, grpo_trainer, train_trl_demo, what_it_shows  # noqa: E402
 from fictionworld.knobs import Knobs  # noqa: E402
 from fictionworld.testing.tiny_lm import build_tokenizer, tiny_model  # noqa: E402
 from fictionworld.testing.trajectories import garbage_calls, oracle_calls  # noqa: E402
@@ -159,6 +159,26 @@ def test_garbage_scores_zero_and_never_raises(saved_world, tasks):
     assert env.get_reward() == 0.0 and isinstance(env.search(query="x"), str)
 
 
+def test_reasoning_is_never_the_answer(saved_world, tasks):
+    """TRL's own response parser leaves a call written while thinking in the reasoning, so it never
+    reaches the env; and the ``answer`` tool's text is read outside its reasoning blocks: a hedge
+    there earns nothing, the table after the block earns its score."""
+    from trl.chat_template_utils import add_response_schema, parse_response
+
+    task = tasks[2]
+    call = "<tool_call>\n" + json.dumps({"name": "answer", "arguments": {"text": task.answer}}) + "\n</tool_call>"
+    tok = add_response_schema(build_tokenizer([task.answer, call, "let me search more"], vocab_size=400))
+    reply = f"<think>\nmaybe {call}, let me search more\n</think>\n\nI will search again.<|im_end|>"
+    parsed = parse_response(tok, tok(reply, add_special_tokens=False)["input_ids"])
+    assert not parsed.get("tool_calls") and call in parsed.get("reasoning_content", "")
+    hedged, answered = FictionWorldEnv(), FictionWorldEnv()
+    for env in (hedged, answered):
+        env.reset(**dataset_row(task, saved_world))
+    hedged.answer(text=f"<think>maybe\n{task.answer}\n</think>\nI don't know.")
+    answered.answer(text=f"<think>I have every row.</think>\n{task.answer}")
+    assert hedged.get_reward() == 0.0 and answered.get_reward() == 1.0
+
+
 # -- export -------------------------------------------------------------------------------------
 def test_export_trl_loads_in_datasets_and_resets_the_env(saved_world, tasks, tmp_path):
     knobs = Knobs(conflict_rate=0.2)
@@ -220,6 +240,27 @@ def test_grpo_rollouts_call_the_env_and_its_reward_is_logged(demo):
 
 
 @pytest.mark.trainers
+def test_a_step_changes_the_model_exactly_when_its_rewards_differ(demo):
+    """GRPO's advantage is a rollout's reward against its group's mean: a group that scored alike
+    gives no gradient, one that did not gives one, and the demo says which steps were which.
+    (On this world both steps' groups score alike; the README's default run, checked below,
+    has steps that differ.)"""
+    for r in demo["rewards"]:
+        assert (r["reward_std"] > 0) == (r["grad_norm"] > 0) == (r["groups_alike"] == 0), r
+    moved = sum(r["grad_norm"] > 0 for r in demo["rewards"])
+    said = what_it_shows(demo["rewards"])
+    assert said.startswith(f"{moved} of 2 GRPO steps changed") if moved else said.startswith("No GRPO step changed")
+
+
+def test_what_it_shows_says_when_nothing_moved():
+    alike = [{"step": k, "reward": 1.0, "reward_std": 0.0, "grad_norm": 0.0} for k in (1, 2, 3, 4)]
+    assert what_it_shows(alike).startswith("No GRPO step changed the model") and "(1.00)" in what_it_shows(alike)
+    mixed = [*alike[:2], {"step": 3, "reward": 0.5, "reward_std": 0.58, "grad_norm": 0.9}, alike[3]]
+    assert what_it_shows(mixed) == ("1 of 4 GRPO steps changed the model (step 3: rollouts that scored differently, "
+                                    "a gradient); 3 scored alike and changed nothing.")  # fmt: skip
+
+
+@pytest.mark.trainers
 def test_tool_output_over_max_completion_length_is_dropped_silently(demo, saved_world, tmp_path):
     """At TRL's default budget a full results page does not fit: the search runs in the env, its
     result never reaches the model, the rollout ends unanswered, and nothing says so."""
@@ -248,6 +289,29 @@ def test_tool_output_over_max_completion_length_is_dropped_silently(demo, saved_
     page = probe.search(query=task.query[:40])
     assert len(tok(page)["input_ids"]) > 512  # one results page alone is over the default budget
     assert log[REWARD_KEY] == 0.0 and log["completions/clipped_ratio"] == 0.0  # not even counted as clipped
+
+
+@pytest.mark.trainers
+def test_the_readme_shows_what_train_trl_prints(tmp_path):
+    """README.md quotes the default run's table and last line (the tested releases, seed 0): the
+    command, run as the README gives it, prints exactly those."""
+    import re
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from fictionworld.cli import app
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    quoted = readme.split("<!-- train-trl:output", 1)[1].split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    r = CliRunner().invoke(app, ["train-trl", "--out", str(tmp_path / "trl")])
+    assert r.exit_code == 0, r.output
+    log = [json.loads(line) for line in (tmp_path / "trl" / "rewards.jsonl").read_text().splitlines()]
+    printed = [f"{x['step']} {x['reward']:.3f} {x['reward_std']:.3f} {x['grad_norm'] or 0:.3g}" for x in log]
+    assert [" ".join(line.split()) for line in quoted[1:-1]] == printed
+    for row in printed:  # the command's own table holds each row's figures in this order
+        assert re.search(r"\s+│\s+".join(map(re.escape, row.split())), r.stdout), row
+    assert quoted[-1] == what_it_shows(log) and quoted[-1] in " ".join(r.stdout.split())
 
 
 @pytest.mark.trainers

@@ -113,6 +113,8 @@ def scripts_for(world, tasks, saved_world) -> tuple[dict, list]:
         "no-answer": (t0, 1, replay(oracle[t0.data.id][:-1], None)),
         "answer-tool": (wide, 1, replay([{"name": "answer", "arguments": {"text": answer[wide.data.id]}}], "")),
         "surrogate": (t0, 1, replay([{"name": "search", "arguments": {"query": "\ud800"}}], answer[t0.data.id])),
+        "thinks-hedge": (wide, 1, replay([], f"<think>maybe\n{answer[wide.data.id]}\nlet me search more</think>")),
+        "thinks-then-answers": (wide, 1, replay([], f"<think>I have every row.</think>\n{answer[wide.data.id]}")),
     }
     return {name: turns for name, (_, _, turns) in plan.items()}, [(n, t, k) for n, (t, k, _) in plan.items()]
 
@@ -244,6 +246,7 @@ def test_garbage_and_wrong_answers_score_what_the_env_scores_them(run, world):
     assert scores["garbage"] == scores["no-answer"] == scores["said-early"] == scores["answer-tool"] == 0.0
     assert scores["hedged"] < 0.6 and scores["candidates"] < 1.0  # the scorer's rules, unchanged
     assert scores["duplicates"] == 1.0  # the same rows twice are the same content
+    assert scores["thinks-hedge"] == 0.0 and scores["thinks-then-answers"] == 1.0  # reasoning is never the answer
     assert run.traces["no-answer"][0].metrics["answered"] == 0.0
 
 

@@ -24,6 +24,7 @@ import fictionworld as fw  # noqa: E402
 from fictionworld.env.tools import TOOL_SETS  # noqa: E402
 from fictionworld.env.trainer import REWARD_KEYS, Episode, task_json  # noqa: E402
 from fictionworld.integrations import verl as fv  # noqa: E402
+from fictionworld.tasks import TaskKnobs  # noqa: E402
 from fictionworld.testing.tiny_lm import build_tokenizer  # noqa: E402
 from fictionworld.testing.trajectories import garbage_calls, oracle_calls  # noqa: E402
 
@@ -33,7 +34,9 @@ VERL_CONFIG_DIR = Path(__import__("verl").__file__).parent / "trainer" / "config
 # -- fixtures -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tasks(world):
-    return fw.make_tasks(world, 2, kind="wide", seed=3) + fw.make_tasks(world, 1, kind="deep", seed=3)
+    # at most 10 rows: the oracle's calls fit the export's 30 assistant turns
+    wide = fw.make_tasks(world, 2, kind="wide", seed=3, knobs=TaskKnobs(rows_max=10))
+    return wide + fw.make_tasks(world, 1, kind="deep", seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +219,59 @@ def test_script_overrides_compose(trainer_config, export):
         compose(config_name="ppo_trainer", overrides=["actor_rollout_ref.rollout.multi_turn.max_tool_chars=9"])
 
 
+def compose_script(script: Path, *extra: str):
+    """verl's ppo_trainer config composed with ``script``'s overrides, then ``extra`` (as given
+    to the script: they come last)."""
+    from hydra import compose, initialize_config_dir
+
+    text = script.read_text().replace("\\\n", " ")
+    command = next(line for line in text.splitlines() if "-m verl.trainer.main_ppo" in line)
+    args = shlex.split(command.replace('"$HERE"', shlex.quote(str(script.parent))))
+    with initialize_config_dir(config_dir=str(VERL_CONFIG_DIR), version_base=None):
+        overrides = args[args.index("verl.trainer.main_ppo") + 1 : -1]
+        return compose(config_name="ppo_trainer", overrides=[*overrides, *extra])
+
+
+def test_script_logs_to_the_console_and_knows_verls_loggers(export, tasks, saved_world, tmp_path):
+    """verl's own default, ["console", "wandb"], fails without a wandb login: the script's is
+    the console; an override given to the script wins; the names are verl's own."""
+    from verl.utils.tracking import Tracking
+
+    from fictionworld.integrations import verl_export
+
+    assert list(compose_script(Path(export["script"])).trainer.logger) == ["console"]
+    given = compose_script(Path(export["script"]), 'trainer.logger=["console","wandb"]')
+    assert list(given.trainer.logger) == ["console", "wandb"]
+    assert tuple(Tracking.supported_backend) == verl_export.LOGGERS
+    both = fv.export_verl(tasks, saved_world, tmp_path / "tb", logger=["console", "tensorboard"])
+    assert list(compose_script(Path(both["script"])).trainer.logger) == ["console", "tensorboard"]
+    with pytest.raises(ValueError, match="unknown verl logger 'stdout'"):
+        fv.export_verl(tasks, saved_world, tmp_path / "bad", logger=["stdout"])
+
+
+def test_what_verls_default_trainer_imports(export):
+    """verl 0.9.1's main_ppo imports transfer_queue in its v1 task runner (the default,
+    trainer.use_v1=True) and the script rolls out with vLLM: the packages export verl checks."""
+    from fictionworld.integrations import verl_export
+
+    main_ppo = (VERL_CONFIG_DIR.parent / "main_ppo.py").read_text()
+    assert "import transfer_queue as tq" in main_ppo
+    config = compose_script(Path(export["script"]))
+    assert config.trainer.use_v1 and config.actor_rollout_ref.rollout.name == "vllm"
+    assert verl_export.TRAINER_PACKAGES == ("transfer_queue", "vllm")
+
+
+def test_no_validation_rows_compose_with_validation_off(tasks, saved_world, tmp_path):
+    """val_fraction=0: no val.parquet (verl's val loader takes the whole set as one batch, and
+    an empty set is a batch size of 0), the training file named in its place, validation off."""
+    out = fv.export_verl(tasks, saved_world, tmp_path / "all", val_fraction=0)
+    assert (out["train_rows"], out["val_rows"], out["val"]) == (3, 0, None)
+    assert not (tmp_path / "all" / "val.parquet").exists()
+    config = compose_script(Path(out["script"]))
+    assert config.data.val_files == str(tmp_path / "all" / "train.parquet")
+    assert config.trainer.val_before_train is False and config.trainer.test_freq == -1
+
+
 # -- agent loops ------------------------------------------------------------------------------
 def test_fictionworld_loop_reaches_reward_1(world, rows, trainer_config, tokenizer):
     replies = oracle_replies(world, rows[0]) + ["extra"]
@@ -318,3 +374,97 @@ def test_compute_score_adversarial(world, rows):
             assert fv.compute_score("fictionworld", junk, gt, extra_info=info)["score"] == 0.0
     with pytest.raises(ValueError, match="not a fictionworld task"):
         fv.compute_score("fictionworld", table, "{}")
+
+
+# -- reasoning is never an answer, nor a call ------------------------------------------------------
+def test_reasoning_is_never_read_as_the_answer(world, rows, trainer_config, tokenizer):
+    """A hedge while thinking ("maybe <answer>X</answer>, let me search more"), an answer call
+    written inside the block, or reasoning the template opened: none of it is the answer, in our
+    loop, in compute_score, and in verl's own loop given our parser; after the block it is."""
+    row = rows[0]
+    gt = row["reward_model"]["ground_truth"]
+    gold = fw.Task.model_validate_json(gt).answer
+    answer_call = tool_call({"name": "answer", "arguments": {"text": gold}})
+    search = tool_call({"name": "search", "arguments": {"query": "company"}})
+    hedges = [[f"<think>maybe <answer>{gold}</answer>, let me search more</think>"],
+              [f"reasoning the template opened: <answer>{gold}</answer></think>I will look further."],
+              [f"<think>maybe {answer_call}, let me search more</think>{search}", "I don't know."]]  # fmt: skip
+    for replies in hedges:
+        _, out = run(trajectory(fv.FictionWorldAgentLoop, trainer_config, tokenizer, replies, row))
+        assert out.reward_score == 0.0 and fv.ANSWER_KEY not in out.extra_fields, replies
+        text = tokenizer.decode(out.response_ids, skip_special_tokens=True)
+        assert fv.compute_score("fictionworld", text, gt, extra_info=out.extra_fields)["score"] == 0.0
+    _, out = run(trajectory(fv.FictionWorldAgentLoop, trainer_config, tokenizer,
+                            [f"<think>I have it.</think>{answer_call}"], row))  # fmt: skip
+    assert out.reward_score == 1.0
+    # verl's own loop runs a call written while thinking, unless multi_turn.format names our parser
+    from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
+
+    replies = hedges[2]
+    _, out = run(trajectory(ToolAgentLoop, trainer_config, tokenizer, replies, row))
+    assert fv.ANSWER_KEY in out.extra_fields  # (verl's Hermes parser)
+    ours = OmegaConf.create(OmegaConf.to_container(trainer_config))
+    ours.actor_rollout_ref.rollout.multi_turn.format = fv.TOOL_FORMAT
+    _, out = run(trajectory(ToolAgentLoop, ours, tokenizer, replies, row))
+    assert fv.ANSWER_KEY not in out.extra_fields and "Unknown" not in tokenizer.decode(out.response_ids)
+
+
+# -- the world: loaded once per worker, off the event loop -------------------------------------------
+def test_the_world_loads_once_off_the_event_loop(world, rows, saved_world, tmp_path, monkeypatch):
+    """Eight trajectories' first calls at once on a worker that has not opened the world yet: one
+    load, in a thread; the event loop keeps ticking meanwhile; a first caller cancelled while it
+    waits leaves the load to the others."""
+    import shutil
+    import threading
+    import time
+
+    from verl.experimental.agent_loop.tool_agent_loop import AgentData
+
+    from fictionworld.world import World
+
+    folder = tmp_path / "w"  # a folder no test opened before: this process has not loaded it
+    shutil.copytree(saved_world, folder)
+    real, loads = World.load.__func__, []
+
+    def slow_load(cls, *args, **kwargs):  # the real load, made slow enough to see a stall
+        loads.append(threading.current_thread().name)
+        time.sleep(1.0)
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(World, "load", classmethod(slow_load))
+    ck = dict(rows[0]["extra_info"]["tools_kwargs"]["search"]["create_kwargs"]) | {"world_dir": str(folder)}
+    tool = fv.FictionWorldTool({"name": "search"})
+
+    def agent() -> AgentData:
+        return AgentData(messages=[], image_data=None, video_data=None, audio_data=None, mm_processor_kwargs=None,
+                         metrics={}, request_id="r", tools_kwargs={})  # fmt: skip
+
+    async def first_call(agent_data) -> str:
+        instance, _ = await tool.create(create_kwargs=ck)
+        response, _, _ = await tool.execute(instance, {"query": "company"}, agent_data=agent_data)
+        return response.text
+
+    async def main():
+        gaps, done = [], asyncio.Event()
+
+        async def tick():
+            last = time.perf_counter()
+            while not done.is_set():
+                await asyncio.sleep(0.01)
+                gaps.append(time.perf_counter() - last)
+                last = time.perf_counter()
+
+        ticker = asyncio.create_task(tick())
+        agents = [agent() for _ in range(8)]
+        cancelled = asyncio.create_task(first_call(agent()))
+        await asyncio.sleep(0.2)
+        cancelled.cancel()
+        texts = await asyncio.gather(*(first_call(a) for a in agents))
+        done.set()
+        await ticker
+        return texts, gaps, cancelled
+
+    texts, gaps, cancelled = run(main())
+    assert max(gaps) < 0.3, f"the event loop stalled {max(gaps):.2f} s while the world loaded"
+    assert len(loads) == 1 and loads[0] != threading.main_thread().name
+    assert cancelled.cancelled() and all(t.startswith("[1] ") for t in texts)  # the others got their results

@@ -130,6 +130,35 @@ def test_plain_text_keeps_link_text_and_drops_targets_and_emphasis(markdown, pla
     assert plain_text(markdown) == plain
 
 
+_LINK_WORDS = st.text(st.sampled_from("abcxyzÅé _-'.,"), min_size=1, max_size=12)
+_PROSE = st.text(st.sampled_from("abc xyz.,:;-()\n"), max_size=20)  # prose may hold (balanced or not) parentheses
+
+
+@st.composite
+def _linked(draw) -> tuple[str, str]:
+    """Markdown with links whose targets hold balanced parentheses, as article URLs of namesakes
+    do (``Lira_(film)``, ``Lira_(film_2)``), and the text a reader should get from it."""
+    md, plain = "", ""
+    for _ in range(draw(st.integers(1, 4))):
+        prose, text = draw(_PROSE), draw(_LINK_WORDS).replace("]", "")
+        slug = draw(st.from_regex(r"[A-Za-z_%0-9]{1,10}", fullmatch=True))
+        parts = draw(st.lists(st.from_regex(r"[A-Za-z_0-9]{0,8}", fullmatch=True), max_size=3))
+        url = "https://en.fictopedia.org/wiki/" + slug + "".join(f"_({p})" for p in parts)
+        md, plain = md + prose + f"[{text}]({url})", plain + prose + text
+    return md, plain
+
+
+@settings(max_examples=examples(1_000))
+@given(_linked())
+def test_link_targets_with_parentheses_are_dropped_whole(case):
+    """Search-R1 passages and snippets read pages through ``plain_text``: a target that holds
+    "(…)" must not leave its closing ")" behind ("Lira)")."""
+    from fictionworld.web.render import plain_text
+
+    markdown, plain = case
+    assert plain_text(markdown) == plain
+
+
 @pytest.mark.parametrize(
     "lists",
     [[], [[]], [[3, 1, 3, 2], [], [5, 5], [0]], [[7], [7], [2, 9, 2, 9, 1]], [list(range(50, 0, -3)) * 2, [4, -1, 4]]],

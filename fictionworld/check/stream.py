@@ -242,6 +242,9 @@ def check_world_dir(
                             pending[runner.submit(*job)] = key
                         say("checking constraints", len(check.results), len(check.units) if check.planned else len(check.units) + 1)  # fmt: skip
                 break
+            except KeyboardInterrupt:  # Ctrl-C: the workers (which leave it to this process) are killed
+                runner.stop(now=True)
+                raise
             except BrokenProcessPool:
                 if attempt == POOL_RESTARTS:
                     raise CheckError(f"{path}: the check's local workers died {POOL_RESTARTS + 1} times") from None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
@@ -33,8 +33,44 @@ _ClickException = _click_exceptions.ClickException
 _NoArgsIsHelp = getattr(_click_exceptions, "NoArgsIsHelpError", None)
 _CLI_SIGNALS = (typer.Exit, typer.Abort, _ClickException)  # typer reports these itself
 
-out = Console()
-err = Console(stderr=True)
+UNWRAPPED = 10_000  # columns of a console that is no terminal: its lines are never cut
+
+
+class _Console(Console):
+    """rich's console, but one whose file is no terminal (a log file, a pipe) does not wrap at
+    80 columns (rich's default there, or the width of a terminal the command was started from):
+    a line in a file is as long as it is, so hashes and paths stay whole and greppable. Tables
+    there take their natural width. (A width given to it is kept; COLUMNS, which rich reads into
+    its width, is a terminal's.)"""
+
+    def __init__(self, *args, width: int | None = None, **kwargs):
+        super().__init__(*args, width=width, **kwargs)
+        self._asked_width = width
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._asked_width is not None or self.is_terminal:
+            return size
+        return ConsoleDimensions(max(size.width, UNWRAPPED), size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+        self._asked_width = new_size[0]
+
+
+out = _Console()
+err = _Console(stderr=True)
+
+
+def plain_text(renderable) -> str:
+    """``renderable`` (a table) as plain text, as a file that is no terminal gets it."""
+    import io
+
+    console = _Console(file=io.StringIO(), width=None, color_system=None, force_terminal=False)
+    console.print(renderable)
+    return console.file.getvalue()
 
 
 def error_lines(lines: list[str]) -> None:
@@ -46,6 +82,23 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """One ``error:`` line per line of ``message``, then exit with ``code``."""
     error_lines(message.splitlines() or [message])
     raise typer.Exit(code)
+
+
+INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells give it
+
+
+def interrupted(what: str, again: list[str] | None = None) -> NoReturn:
+    """A command stopped by Ctrl-C: one ``error:`` line saying what stopped and, with ``again``
+    (the arguments after ``fictionworld``), the command that resumes it; exit 130. A second
+    Ctrl-C from here on is ignored: there is nothing left to stop, and it would only print a
+    traceback from wherever the interpreter was on its way out."""
+    import shlex
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fail(what + (f"; resume with: fictionworld {shlex.join(again)}" if again else ""), INTERRUPTED)
 
 
 def warn(message: str) -> None:

@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from fictionworld.cli.common import KnobOption, check_output, err, fail, out, parse_knobs, probability
+from fictionworld.cli.common import KnobOption, check_output, err, fail, out, parse_knobs, probability, warn
 
 __all__ = ["register", "TARGETS"]
 
@@ -41,7 +41,19 @@ class _ExportGroup(TyperGroup):
 TasksArg = Annotated[Path, typer.Argument(help="Tasks file (tasks.jsonl from `fictionworld tasks`).")]
 WorldOpt = Annotated[Path, typer.Option("--world", help="The saved world the tasks were made from.")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory (created).")]
-ValOpt = Annotated[float, typer.Option(help="Share of the tasks held out for validation.", callback=probability)]
+
+
+def held_out_share(value: float | None) -> float | None:
+    """Typer callback: a share in [0, 1) (0: every task trains, no validation rows)."""
+    if value is not None and not 0 <= value < 1:
+        raise typer.BadParameter(f"must be >= 0 and below 1 (some tasks must train), not {value:g}")
+    return value
+
+
+ValOpt = Annotated[
+    float,
+    typer.Option(help="Share of the tasks held out for validation, 0 (none) to below 1.", callback=held_out_share),
+]
 SeedOpt = Annotated[int, typer.Option(help="Seed (>= 0) of the train/val split and of each row's episode seed.", min=0)]
 
 
@@ -55,8 +67,6 @@ def _export(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fract
     from fictionworld.tasks.model import TaskError, read_tasks
 
     check_output(out_dir, directory=True)
-    if val_fraction >= 1:
-        fail(f"--val-fraction must be below 1 (some tasks must train), not {val_fraction:g}")
     knobs = parse_knobs(knob) if knob else None
     if not tasks_path.is_file():
         fail(f"{tasks_path}: " + ("no such file" if not tasks_path.exists() else "not a file"))
@@ -81,7 +91,7 @@ def _export(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fract
     except ValueError as exc:
         fail(str(exc))
     for key, value in summary.items():
-        if key != "overrides":  # the launch script shows them
+        if key != "overrides" and value is not None:  # the launch script shows the overrides
             out.print(f"{key}: {value}", highlight=False)
     return summary
 
@@ -90,6 +100,7 @@ ToolsOpt = Annotated[
     str, typer.Option(help="Tool set: basic (search/open/answer), agentworld, memory (basic + dict_memory) or all.")
 ]
 ModelOpt = Annotated[str, typer.Option(help="Model path or hub id the launch script trains.")]
+LOGGER_HELP = "wandb needs a login; the script's own trainer.logger=… argument wins"
 
 
 def _launcher(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fraction: float, seed: int,
@@ -100,6 +111,13 @@ def _launcher(target: str, tasks_path: Path, world: Path, out_dir: Path, val_fra
         fail(f"--tools must be one of {', '.join(TOOL_SETS)}, not {tools!r}")
     extra = {"model_path": model} if model else {}
     _export(target, tasks_path, world, out_dir, val_fraction, seed, knob, tools=tools, **options, **extra)
+    if target == "verl":
+        from fictionworld.integrations.verl_export import GPU_INSTALL_NOTE, missing_trainer_packages
+
+        missing = missing_trainer_packages()
+        if missing:
+            warn(f"train.sh needs {' and '.join(missing)} (verl 0.9.1's default trainer imports transfer_queue and "
+                 f"rolls out with vLLM), not installed here; {GPU_INSTALL_NOTE}")  # fmt: skip
     err.print(f"train with: bash {out_dir / 'train.sh'}", highlight=False)
 
 
@@ -112,9 +130,20 @@ def verl(
     knob: KnobOption = None,
     tools: ToolsOpt = "basic",
     model: ModelOpt = "",
+    logger: Annotated[
+        str,
+        typer.Option(help=f"verl's trainer.logger, comma-separated (console, wandb, tensorboard, …); {LOGGER_HELP}."),
+    ] = "console",
 ) -> None:
     """verl: train/val Parquet, tools.yaml, agent_loop.yaml and a GRPO launch script (train.sh)."""
-    _launcher("verl", tasks_path, world, out_dir, val_fraction, seed, knob, tools, model)
+    from fictionworld.integrations.verl_export import LOGGERS
+
+    names = [x.strip() for x in logger.split(",") if x.strip()]
+    unknown = [x for x in names if x not in LOGGERS]
+    if unknown or not names:
+        fail(f"--logger: {'unknown logger ' + repr(unknown[0]) if unknown else 'none given'}; "
+             f"verl 0.9.1 knows {', '.join(LOGGERS)}")  # fmt: skip
+    _launcher("verl", tasks_path, world, out_dir, val_fraction, seed, knob, tools, model, logger=names)
 
 
 def trl(
@@ -141,9 +170,15 @@ def skyrl(
     max_turns: Annotated[
         int, typer.Option(help="Turns per trajectory (SkyRL's generator.max_turns; >= 1).", min=1)
     ] = 30,
+    logger: Annotated[
+        str, typer.Option(help=f"SkyRL's trainer.logger, one name (console, wandb, …); {LOGGER_HELP}.")
+    ] = "console",
 ) -> None:
     """SkyRL: train/val Parquet (env_class, reward_spec, extra_info) and a launch script (train.sh)."""
-    _launcher("skyrl", tasks_path, world, out_dir, val_fraction, seed, knob, tools, model, max_turns=max_turns)
+    if not logger.isidentifier():
+        fail(f"--logger: SkyRL takes one logger name (console, wandb, tensorboard, mlflow), not {logger!r}")
+    _launcher("skyrl", tasks_path, world, out_dir, val_fraction, seed, knob, tools, model, max_turns=max_turns,
+              logger=logger)  # fmt: skip
 
 
 def lwm(

@@ -24,6 +24,7 @@ from fictionworld.cli.common import (
     http_url,
     out,
     parse_knobs,
+    plain_text,
     positive,
     probability,
     warn,
@@ -33,6 +34,7 @@ from fictionworld.cli.common import (
 __all__ = ["register"]
 
 MAX_SAMPLES = 1_000  # episodes per task (a GRPO group) and training iterations: beyond is a typo
+DEMO_RESULTS = "results.txt"  # the demo's table, saved in its --dir
 
 
 def _top_k(value: int | None) -> int | None:
@@ -152,11 +154,23 @@ def _row(name: str, records: list[dict]) -> tuple:
     return (name, str(len(records)), m("score"), m("f1_by_row"), m("f1_by_item"), f"{turns:.1f}", str(errors))
 
 
+def _fail_if_none_ran(records: list, run_dir: Path) -> None:
+    """A run in which every episode failed (an error or a timeout: an agent whose server is down,
+    say) is a failed command: one line that says so, with the last error, and exit 1."""
+    failed = [r for r in records if r.status in ("error", "timeout")]
+    if records and len(failed) == len(records):
+        last = " ".join(str(failed[-1].error or failed[-1].status).split())
+        fail(f"every episode failed ({len(failed)} of {len(records)}); last: {last[:300]} "
+             f"(episodes in {run_dir / 'episodes.jsonl'}; a rerun runs them again)", 1)  # fmt: skip
+
+
 def rollout(
     path: Annotated[Path, typer.Argument(help="World directory.")],
     tasks_path: Annotated[Path, typer.Option("--tasks", help="Tasks file (JSON Lines, from `fictionworld tasks`).")],
     run_dir: Annotated[Path, typer.Option("--out", help="Run directory: episodes.jsonl (resumable), Parquet.")],
-    agent: Annotated[str, typer.Option(help="oracle, baseline, openai, or module:Class.")] = "baseline",
+    agent: Annotated[
+        str, typer.Option(help="oracle, baseline, explorer, openai (needs --agent-url), or module:Class.")
+    ] = "baseline",
     samples: Annotated[
         int,
         typer.Option(
@@ -191,8 +205,8 @@ def rollout(
     agent_url: Annotated[
         str | None,
         typer.Option(
-            help="openai agent: its OpenAI-compatible server, e.g. http://127.0.0.1:30000/v1 "
-            "(the world model's is --world-model-url, even when it is the same server).",
+            help="openai agent: its OpenAI-compatible server, e.g. http://127.0.0.1:30000/v1; required with --agent "
+            "openai (the world model's is --world-model-url, even when it is the same server).",
             callback=http_url,
         ),
     ] = None,
@@ -252,6 +266,8 @@ def rollout(
     if wm.kind != "template":
         env_config["world_model"] = wm.model_dump(mode="json")
     cfg = _agent_config(agent, agent_config, llm)
+    if agent == "openai" and not cfg.get("base_url"):
+        fail("--agent openai needs --agent-url (its OpenAI-compatible server, e.g. http://127.0.0.1:30000/v1)")
     response_model = _response_model(official_responses, response_model, agent)
     try:
         tasks = read_tasks(tasks_path)[:limit]
@@ -271,6 +287,7 @@ def rollout(
         fail(f"{e} (finished episodes are kept in {run_dir / 'episodes.jsonl'}; rerun to resume)", 1)
     _keep_tasks(run_dir, tasks)
     export_parquet(res.records, run_dir / "episodes.parquet")
+    warn_flat_groups(res.records, singletons=False)  # one sample per task is a plain evaluation
     summary = res.summary(samples)
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
     if official_responses is not None:
@@ -281,10 +298,11 @@ def rollout(
     if as_json:
         out.print_json(json.dumps({"new": res.new, "skipped": res.skipped, "restarts": res.restarts,
                                    "summary": summary.model_dump()}))  # fmt: skip
-        return
-    out.print(_table(f"{agent} on {len(tasks)} tasks × {samples}", [_row(agent, res.records)]))
-    out.print(f"{res.new} episodes run, {res.skipped} already done, {res.restarts} actor restarts, "
-              f"{res.seconds:.1f} s → {run_dir}/episodes.jsonl, episodes.parquet, tasks.jsonl")  # fmt: skip
+    else:
+        out.print(_table(f"{agent} on {len(tasks)} tasks × {samples}", [_row(agent, res.records)]))
+        out.print(f"{res.new} episodes run, {res.skipped} already done, {res.restarts} actor restarts, "
+                  f"{res.seconds:.1f} s → {run_dir}/episodes.jsonl, episodes.parquet, tasks.jsonl")  # fmt: skip
+    _fail_if_none_ran(res.records, run_dir)
 
 
 def export(
@@ -308,19 +326,59 @@ def export(
     out.print(
         f"{len({r['episode'] for r in records})} episodes → {p}" + (f" ({bad} unreadable lines skipped)" if bad else "")
     )
+    warn_flat_groups(records)
 
 
-def _world_for_demo(directory: Path, seed: int, entities: int, force: bool):
+def warn_flat_groups(records, *, singletons: bool = True) -> None:
+    """One warning line when exported GRPO groups carry no signal: every sample of a task got
+    the same reward (or, with ``singletons``, a task has one sample), so those episodes'
+    advantages are null and a GRPO trainer learns nothing from them."""
+    from collections import defaultdict
+
+    from rollout.episode_record import as_episodes
+    from rollout.records import group_advantages
+
+    last = [ep for ep in {ep.episode: ep for ep in as_episodes(records)}.values() if ep.status != "error"]
+    advantages = group_advantages(last)
+    groups: dict[str, list] = defaultdict(list)
+    for ep in last:
+        groups[ep.task_id].append(advantages[ep.episode])
+    flat = [g for g in groups.values() if g[0].advantage is None and (singletons or len(g) > 1)]
+    if not flat:
+        return
+    episodes = sum(len(g) for g in flat)
+    share = f"{episodes:,} of {len(last):,} episodes ({len(flat):,} of {len(groups):,} tasks)"
+    alike = [g for g in flat if len(g) > 1]
+    if not alike:
+        warn(f"{share} have a null GRPO advantage: one sample per task leaves nothing to compare; "
+             "roll out with --samples-per-task 2 or more (8 is usual)")  # fmt: skip
+        return
+    ones, zeros = sum(g[0].group_mean == 1 for g in alike), sum(g[0].group_mean == 0 for g in alike)
+    how = ", ".join(x for x in (f"{ones} all 1" if ones else "", f"{zeros} all 0" if zeros else "") if x)
+    warn(f"{share} have a null GRPO advantage: every sample of their task got the same reward"
+         f"{f' ({how})' if how else ''}, so they carry no training signal; sample more per task "
+         "(--samples-per-task), more diversely (a higher --temperature), or take tasks neither too easy "
+         "nor too hard for the agent")  # fmt: skip
+
+
+def _world_for_demo(directory: Path, seed: int, entities: int, force: bool, replace: str):
+    """The demo's world: the one saved in ``directory`` when ``seed`` and ``entities`` make it,
+    else a new one, saved there. Anything else there (a world of other settings, files that are
+    no world) is replaced only with ``force``; else one ``error:`` line ends with ``replace``
+    (what the command's user can do about it)."""
     import fictionworld as fw
+    from fictionworld.spec import default_spec, graph_spec
     from fictionworld.storage import WorldFormatError
 
-    if directory.exists() and not force:
+    if directory.exists() and not force and (not directory.is_dir() or any(directory.iterdir())):
         try:
             w = fw.World.load(directory)
-            if w.seed == seed and len(w.entities) >= 0.9 * entities:
-                return w, False
         except (WorldFormatError, FileNotFoundError, OSError):
-            pass
+            w = None
+        if w is not None and w.seed == seed and graph_spec(w.spec) == graph_spec(default_spec(entities)):
+            return w, False
+        held = f"a world of seed {w.seed} with {len(w.entities):,} entities" if w is not None else "no demo world"
+        fail(f"{directory} holds {held}, not the one of --seed {seed} --entities {entities}: {replace}")
     w = fw.generate(seed=seed, entities=entities)
     w.save(directory, overwrite=True)
     return w, True
@@ -334,9 +392,15 @@ def demo(
         int, typer.Option("--tasks", help=f"Tasks (half wide, half deep), 1 to {MAX_TASKS:,}.", min=1, max=MAX_TASKS)
     ] = 20,
     workers: Annotated[int, typer.Option(help="Ray actors (>= 1).", min=1)] = 2,
-    force: Annotated[bool, typer.Option("--force", help="Regenerate the world and rerun every episode.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace the world in --dir (another --seed or --entities) and rerun every episode."
+        ),
+    ] = False,
 ) -> None:
-    """The main job: a small world, tasks, the oracle and baseline agents on local Ray, a table."""
+    """The main job: a small world, tasks, the oracle and baseline agents on local Ray, a table
+    (saved in DIR/results.txt)."""
     import shutil
 
     from fictionworld.tasks.generate import generate_tasks
@@ -347,7 +411,8 @@ def demo(
     check_output(directory, "--dir", directory=True)
     t0 = time.perf_counter()
     with out.status("generating the world…"):
-        world, fresh = _world_for_demo(directory / "world", seed, entities, force)
+        world, fresh = _world_for_demo(directory / "world", seed, entities, force,
+                                       "rerun with --force to replace it (and run its episodes again), or give another --dir")  # fmt: skip
     out.print(f"world: {len(world.entities):,} entities, {len(world.facts):,} facts, hash {world.world_hash[:12]} "
               f"({'generated' if fresh else 'reused'}) → {directory / 'world'}")  # fmt: skip
     tasks = generate_tasks(world, n, kind="mixed", seed=seed)
@@ -363,13 +428,17 @@ def demo(
         try:
             res = run_rollouts(directory / "world", make_jobs(tasks, 1, seed), agent=agent, workers=workers, out=run)
         except RunError as e:
-            fail(f"{e} (or rerun with --force to start the demo over)")
+            fail(f"{e.problem}; rerun with --force to start the demo over, or give another --dir")
         _keep_tasks(run, tasks)
         for kind in ("wide", "deep"):
             rows.append(_row(f"{agent} ({kind})", [r for r in res.records if r.get("task_kind") == kind]))
         rows.append(_row(f"{agent} (all)", res.records))
-    out.print(_table("WideSearch metrics (strict scorer; avg over tasks)", rows))
-    out.print(f"done in {time.perf_counter() - t0:.0f} s; episodes in {directory / 'runs'}/*/episodes.jsonl")
+    table = _table("WideSearch metrics (strict scorer; avg over tasks)", rows)
+    out.print(table)
+    results = directory / DEMO_RESULTS
+    results.write_text(plain_text(table), encoding="utf-8")
+    out.print(f"done in {time.perf_counter() - t0:.0f} s; table → {results}; episodes in {directory / 'runs'}/*/episodes.jsonl",
+              highlight=False, soft_wrap=True)  # fmt: skip
 
 
 def train_demo(
@@ -398,7 +467,7 @@ def train_demo(
 
     check_output(directory, "--dir", directory=True)
     with out.status("generating the world…"):
-        world, _ = _world_for_demo(directory / "world", seed, entities, False)
+        world, _ = _world_for_demo(directory / "world", seed, entities, False, "give another --dir")
     train_tasks = generate_tasks(world, train, kind="mixed", seed=seed + 1)
     held = generate_tasks(world, heldout, kind="mixed", seed=seed + 2)
     held_ids = {t.instance_id for t in held}

@@ -81,6 +81,44 @@ def serve(
             max=3600,
         ),
     ] = 30.0,  # fmt: skip
+    max_work: Annotated[
+        float,
+        typer.Option(
+            help="Seconds of search work one request may use (checked between the queries of a batch; 504 beyond).",
+            min=0.001,
+            max=3600,
+        ),
+    ] = 10.0,  # fmt: skip
+    search_threads: Annotated[
+        int,
+        typer.Option(help="Threads a worker searches on (its event loop stays free to read requests).", min=1, max=256),
+    ] = 4,  # fmt: skip
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds a request's body may take to arrive after its headers (408 beyond); a request counts "
+            "towards --max-in-flight once its body has arrived.",
+            min=0.001,
+            max=3600,
+        ),
+    ] = 10.0,  # fmt: skip
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds a connection may take to send a request's headers (408 and closed beyond).",
+            min=0.001,
+            max=3600,
+        ),
+    ] = 10.0,  # fmt: skip
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            help="Connections a worker holds (at most its open-file limit less 128); one more closes the one idle "
+            "longest, or gets 503 when none is idle.",
+            min=2,
+            max=1_000_000,
+        ),
+    ] = 512,  # fmt: skip
     ray_serve: Annotated[
         bool,
         typer.Option(
@@ -107,7 +145,9 @@ def serve(
         fail("--replicas and --address go with --ray-serve")
     _check_host(host)
     limits = Limits(max_in_flight=max_in_flight, max_queries=max_queries, max_topk=max_topk,
-                    default_topk=min(topk, max_topk), request_timeout_s=timeout)  # fmt: skip
+                    default_topk=min(topk, max_topk), request_timeout_s=timeout, max_work_s=max_work,
+                    search_threads=search_threads, body_timeout_s=body_timeout, header_timeout_s=header_timeout,
+                    max_connections=max_connections)  # fmt: skip
     if ray_serve:
         from fictionworld.integrations.ray_serve import run_ray_serve
 
@@ -145,6 +185,20 @@ def mcp(
     ] = 0,
     knob: KnobOption = None,
     preload: PreloadOption = True,
+    max_sessions: Annotated[
+        int,
+        typer.Option(
+            help="streamable-http: transport sessions held at once; a request that would open one more gets 503.",
+            min=1,
+            max=1_000_000,
+        ),
+    ] = 1024,  # fmt: skip
+    session_idle: Annotated[
+        float,
+        typer.Option(
+            help="streamable-http: seconds after its last request that a session is freed.", min=0.001, max=86_400
+        ),
+    ] = 600.0,  # fmt: skip
 ) -> None:
     """Serve a world's search and open tools over MCP (the official SDK), with the env's schemas."""
     if transport == "stdio":
@@ -157,7 +211,8 @@ def mcp(
 
     service = _service(directory, knob, preload=preload)
     service.start_preload()
-    run_mcp(service, transport=transport, host=host or "127.0.0.1", port=8001 if port is None else port, seed=seed)
+    run_mcp(service, transport=transport, host=host or "127.0.0.1", port=8001 if port is None else port, seed=seed,
+            max_sessions=max_sessions, session_idle_s=session_idle)  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,18 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fictionworld.cli.common import MAX_TASKS, check_output, err, fail, http_url, load_world_dir, out, renamed, warn
+from fictionworld.cli.common import (
+    MAX_TASKS,
+    check_output,
+    err,
+    fail,
+    http_url,
+    load_world_dir,
+    out,
+    plain_text,
+    renamed,
+    warn,
+)
 
 __all__ = ["register"]
 
@@ -62,7 +73,9 @@ def tasks(
         typer.Option(
             "--stats",
             help="Also print the set's shape next to WideSearch's published figures, with the explorer agent's "
-            "row recall, success and tool calls (it runs here, knowing only each question).",
+            "row recall, success and tool calls (it runs here, knowing only each question), and how much "
+            "base-rate guessing would earn (each task's guessability is in the tasks file); the table is saved "
+            "beside the tasks file too (tasks.jsonl: tasks.stats.txt).",
         ),
     ] = False,
     out_path: Annotated[Path, typer.Option("--out", help="Tasks file (JSON Lines).")] = Path("tasks.jsonl"),
@@ -115,11 +128,17 @@ def tasks(
             soft_wrap=True,
         )
     if stats:
-        _print_stats(world, made)
+        _print_stats(world, made, stats_file(out_path))
 
 
-def _print_stats(world, made) -> None:
-    """The set's shape next to WideSearch's published figures, and the explorer's results."""
+def stats_file(tasks_file: Path) -> Path:
+    """Where ``tasks --stats`` saves its table: beside the tasks, ``NAME.stats.txt``."""
+    return tasks_file.with_name(f"{tasks_file.stem}.stats.txt")
+
+
+def _print_stats(world, made, path: Path) -> None:
+    """The set's shape next to WideSearch's published figures, and the explorer's results;
+    printed, and saved as text in ``path``."""
     from fictionworld.tasks.presets import WIDESEARCH_PUBLISHED
     from fictionworld.tasks.stats import AnswerPages, task_stats
     from rollout.agents.explorer import explore
@@ -155,7 +174,18 @@ def _print_stats(world, made) -> None:
     table.add_row("explorer row recall", f"{np.mean([r['row_recall'] for r in runs]):.3f}", "")
     table.add_row("explorer success rate", f"{np.mean([r['success'] for r in runs]):.3f}", "")
     table.add_row("tasks answered by one page", str(one_page), "")
+    g = s["guess"]
+    if g["tasks"]:
+        gg = g["guess_gain"]
+        table.add_row("guess gain (item F1: keys + base-rate guesses − keys)",
+                      f"{gg['mean']:.3f} (min {gg['min']:.3f}, max {gg['max']:.3f}; "
+                      f"{g['gain_over_limit']} of {g['tasks']} over {g['gain_limit']:g})", "")  # fmt: skip
+        table.add_row("column guessability", f"{g['guessability']['mean']:.3f} (max {g['guessability']['max']:.3f}; "
+                      f"{g['over_limit']} of {g['columns']} over {g['limit']:g})", "")  # fmt: skip
+        table.add_row("most guessable columns", "; ".join(f"{h} {v:.2f} ({n})" for h, v, n in g["most_guessable"]), "")
     out.print(table)
+    path.write_text(plain_text(table), encoding="utf-8")
+    out.print(f"table → {path}", highlight=False, soft_wrap=True)
 
 
 def _some(ids, limit: int = 5) -> str:
@@ -229,8 +259,9 @@ def _check_gold_dir(gold_dir: Path, tasks_path: Path) -> None:
         )
 
 
-def _responses(path: Path, task_ids: list[str], trials: int) -> dict[str, dict[int, str]]:
-    """The responses to ``task_ids``; an error when there is nothing to score, a warning for
+def _responses(path: Path, task_ids: list[str], trials: int | None) -> tuple[dict[str, dict[int, str]], int]:
+    """The responses to ``task_ids`` and the trials to score (``trials``, else every trial the
+    responses hold: a run's samples); an error when there is nothing to score, a warning for
     tasks without a response, responses to no task and trials beyond ``trials``."""
     from fictionworld.scoring.io import EPISODES_FILE, ResponseError, load_responses, rollout_run
 
@@ -258,10 +289,12 @@ def _responses(path: Path, task_ids: list[str], trials: int) -> dict[str, dict[i
     unknown = sorted(set(found) - set(task_ids))
     if unknown:
         warn(f"{len(unknown)} responses answer no task in the tasks file and are ignored: {_some(unknown)}")
+    if trials is None:
+        trials = min(max((t + 1 for i in task_ids for t in found.get(i, {})), default=1), MAX_TRIALS)
     late = sorted({t for i in task_ids for t in found.get(i, {}) if not 0 <= t < trials})
     if late:
         warn(f"responses to trials {_some(late)} are ignored (--trials {trials} scores trials 0 to {trials - 1})")
-    return found
+    return found, trials
 
 
 def score(
@@ -283,13 +316,22 @@ def score(
     gold_dir: Annotated[
         Path | None, typer.Option(help="Official gold CSVs (default: widesearch_gold/ beside).")
     ] = None,
-    mode: Annotated[str, typer.Option(help="strict (default, the RL reward) or compat (official numbers).")] = "strict",
-    trials: Annotated[
-        int,
+    mode: Annotated[
+        str,
         typer.Option(
-            help=f"Trials per task (N of avg@N / pass@N / max@N), 1 to {MAX_TRIALS:,}.", min=1, max=MAX_TRIALS
+            help="strict (default, the RL reward), strict-abstain (strict where a blank or N/A cell is no claim: "
+            "it leaves item precision's denominator) or compat (official numbers)."
         ),
-    ] = 1,
+    ] = "strict",
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            help=f"Trials per task (N of avg@N / pass@N / max@N), 1 to {MAX_TRIALS:,} (default: every trial the "
+            "responses hold, a run's samples per task).",
+            min=1,
+            max=MAX_TRIALS,
+        ),
+    ] = None,
     judge_url: Annotated[
         str | None,
         typer.Option(
@@ -319,8 +361,8 @@ def score(
     from fictionworld.scoring import aggregate
     from fictionworld.scoring import score as score_one
 
-    if mode not in ("strict", "compat"):
-        fail(f"--mode must be strict or compat, not {mode!r}")
+    if mode not in ("strict", "strict-abstain", "compat"):
+        fail(f"--mode must be strict, strict-abstain or compat, not {mode!r}")
     ref = None
     if today:
         try:
@@ -328,11 +370,11 @@ def score(
         except ValueError:
             fail(f"--today {today!r} is not YYYY-MM-DD")
     judge_url = renamed("--judge-base-url", "--judge-url", judge_base_url, judge_url)
-    if mode == "strict" and (judge_url or today):
+    if mode != "compat" and (judge_url or today):
         warn("--judge-url and --today apply to --mode compat only; the strict scorer ignores them")
     tasks_path, out_path = _score_paths(tasks_path, responses, gold_dir, out_path)
     task_list = _score_tasks(tasks_path, gold_dir)
-    found = _responses(responses, [t.instance_id for t in task_list], trials)
+    found, trials = _responses(responses, [t.instance_id for t in task_list], trials)
     judge = None
     if judge_url:
         from fictionworld.llm import ChatClient

@@ -31,7 +31,7 @@ def train_trl(
         import trl  # noqa: F401
     except ImportError:
         fail("train-trl needs TRL: pip install 'fictionworld[trl]'")
-    from fictionworld.integrations.trl_demo import train_trl_demo
+    from fictionworld.integrations.trl_demo import train_trl_demo, what_it_shows
 
     check_output(directory, "--out", directory=True)
     if world is not None:
@@ -43,12 +43,13 @@ def train_trl(
     loss = s["sft_loss"]
     out.print(f"world: {s['world']}; SFT loss {loss[0]:.3f} → {loss[-1]:.3f} in {len(loss)} steps")
     t = Table(title="GRPO (reward: FictionWorldEnv.get_reward, strict item F1)", title_justify="left")
-    for c in ("step", "mean reward", "tool calls / rollout", "completion tokens"):
+    for c in ("step", "mean reward", "reward spread", "gradient norm", "tool calls / rollout", "completion tokens"):
         t.add_column(c, justify="right")
     for r in s["rewards"]:
-        t.add_row(str(r["step"]), f"{r['reward']:.3f}", f"{r['tool_calls_per_rollout']:.2f}",
-                  f"{r['completion_tokens']:.0f}")  # fmt: skip
+        t.add_row(str(r["step"]), f"{r['reward']:.3f}", f"{r['reward_std']:.3f}", f"{r['grad_norm'] or 0:.3g}",
+                  f"{r['tool_calls_per_rollout']:.2f}", f"{r['completion_tokens']:.0f}")  # fmt: skip
     out.print(t)
+    out.print(what_it_shows(s["rewards"]), highlight=False)
     out.print(f"rewards → {s['rewards_jsonl']}; plot → {s['plot']}; model → {s['model']} ({s['seconds']:.0f} s)")
 
 

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fictionworld.cli.common import (
@@ -31,6 +31,7 @@ from fictionworld.cli.common import (
     entities_option,
     err,
     fail,
+    interrupted,
     load_world_dir,
     out,
     parse_knobs,
@@ -40,6 +41,7 @@ from fictionworld.cli.common import (
     workers_option,
     world_model_options,
 )
+from fictionworld.progress import progress_bar
 
 __all__ = ["register"]
 
@@ -104,7 +106,7 @@ def generate(
         fail(f"{out_dir} holds a world (use --force to overwrite)")
     if not web:
         return _generate_graph(out_dir, world_spec, seed, force)
-    from fictionworld.web.shards import BuildError, build_world
+    from fictionworld.web.shards import BUILD_DIR, BuildError, build_world
 
     t0 = time.perf_counter()
     with _bar() as progress:
@@ -120,6 +122,12 @@ def generate(
             )  # fmt: skip
         except (FileExistsError, BuildError) as exc:
             fail(str(exc))
+        except KeyboardInterrupt:
+            again = ["generate", "--out", str(out_dir), "--seed", str(seed), "--entities", str(entities)]
+            for flag, value in (("--spec", spec), ("--workers", workers), ("--shards", shards), ("--address", address)):
+                again += [flag, str(value)] if value is not None else []
+            again += (["--ray"] if use_ray else []) + ([] if check else ["--no-validate"])
+            interrupted(f"the build of {out_dir} stopped; what it finished is kept in {out_dir / BUILD_DIR}", again)
     dt = time.perf_counter() - t0
     if summary["resumed_shards"]:
         err.print(f"resumed: {summary['resumed_shards']} of {summary['shards']} shards were already rendered")
@@ -135,19 +143,19 @@ def generate(
         raise typer.Exit(1)
 
 
-def _bar(transient: bool = False) -> Progress:
+def _bar(transient: bool = False):
     """A progress bar on stderr: stage, bar, done/total, time elapsed (left on screen unless
-    ``transient``; a transient one is not drawn when stderr is no terminal, so an error stays
-    the one line there)."""
-    return Progress(
+    ``transient``). When stderr is no terminal, a line per stage and every few seconds instead
+    (:func:`~fictionworld.progress.progress_bar`), and nothing for a transient one, so an error
+    stays the one line there."""
+    return progress_bar(
+        err,
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
-        console=err,
         transient=transient,
-        disable=transient and not err.is_interactive,
     )
 
 
@@ -327,8 +335,8 @@ def index(
     if (path / "web.json").exists() and not force:
         fail(f"{path} already has a web (use --force to rebuild)", 1)
     t0 = time.perf_counter()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err) as progress:
-        task = progress.add_task("rendering")
+    with progress_bar(err, SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()) as progress:
+        task = progress.add_task("rendering", total=None)
         web = Web.build(world, progress=lambda s: progress.update(task, description=s))
         progress.update(task, description="saving")
         web.save(path)

@@ -9,8 +9,10 @@ observations are the new messages (``tool`` messages for native calls, ``user`` 
 text-tag calls). ``dict_memory`` (in the ``memory``, ``agentworld`` and ``all`` tool sets) is a
 key-value working memory kept for the episode. The episode ends on ``answer`` (scored with the
 strict scorer: reward from :class:`RewardConfig`), or is truncated by the turn, context or time
-budget (scored on the last text the agent wrote, else 0). ``step`` never raises on an action: a malformed one, or one
-after the episode is over, comes back as an ``Error: …`` observation.
+budget (scored on the last text the agent wrote, else 0). Reasoning blocks (``<think>…</think>``)
+are never read as calls or answers (:mod:`fictionworld.env.reasoning`). ``step`` never raises
+on an action: a malformed one, or one after the episode is over, comes back as an ``Error: …``
+observation.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fictionworld.env.prompts import system_prompt
+from fictionworld.env.reasoning import last_words, without_reasoning
 from fictionworld.env.tools import (
     TOOL_SETS,
     DictMemory,
@@ -214,7 +217,7 @@ class SearchEnv:
             text = self._run(call)
             if call.name == "answer" and call.error is None:
                 answered = True
-                self.answer = valid_text(call.arguments["text"])
+                self.answer = without_reasoning(valid_text(call.arguments["text"]))
                 break
             obs.append(self._observation(call, text, native))
         terminated = answered
@@ -340,15 +343,13 @@ class SearchEnv:
     def _finish(self) -> float:
         self.done = True
         text = self.answer
-        if text is None:  # truncated: what the agent last wrote counts as its answer
-            text = next((m["content"] for m in reversed(self.messages)
-                         if m["role"] == "assistant" and m.get("content")), None)  # fmt: skip
-            self.answer = text
+        if text is None:  # truncated: what the agent last wrote (outside reasoning) counts as its answer
+            self.answer = text = last_words(m["content"] for m in reversed(self.messages) if m["role"] == "assistant")
         limit = arg_limit("answer", self.config.max_arg_chars)
         if text and len(text) > limit:  # as the answer tool would refuse it (and scoring stays cheap)
             self.scores = Scores(instance_id=self.task.instance_id, msg=f"the answer is over {limit:,} characters")
         elif text:
-            self.scores = score_strict(text, self.task)
+            self.scores = score_strict(text, self.task, abstention=self.config.reward.abstention)
         else:
             self.scores = Scores(instance_id=self.task.instance_id, msg="no answer")
         self.reward = reward(self.scores, self.config.reward)

@@ -13,7 +13,9 @@ Two kinds of call:
   no ``open``, so the passage *is* the page: our pages are short (median about 1,000
   characters, 99 % under 2,300), so the default of 2,000 characters carries all of nearly every
   page, where a 100-word Wikipedia chunk would hide most facts behind a tool the agent lacks.
-- **search / open**: the env's two tools, the same text ``SearchEnv`` shows, plus JSON. With a
+- **search / open**: the env's two tools, the same text ``SearchEnv`` shows, plus JSON of what
+  that text shows (:data:`PAGE_FIELDS`, :data:`RESULT_FIELDS`: no graph labels, unless the
+  service is opened with ``eval_labels`` for an evaluation). With a
   ``session`` id, faults are drawn from the session's seed in call order, exactly as the env's
   :class:`~fictionworld.web.WebSession` draws them, so an episode replays exactly. The call
   number is kept in a :class:`SessionTable` that forked workers share, or given by the client
@@ -41,11 +43,42 @@ from pydantic import BaseModel, ConfigDict, Field
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import hash_text, mix64_int
 from fictionworld.web import Web, WebError, WebSession
-from fictionworld.web.pages import Page
+from fictionworld.web.pages import Page, SearchResult
 from fictionworld.web.text import plain_text
 from fictionworld.web.web import MAX_QUERY_CHARS
 
-__all__ = ["WorldService", "Limits", "RequestError", "SessionTable", "Deadline", "passage_text"]
+__all__ = ["WorldService", "Limits", "RequestError", "SessionTable", "Deadline", "passage_text", "page_payload",
+           "result_payload", "PAGE_FIELDS", "RESULT_FIELDS", "LABEL_FIELDS"]  # fmt: skip
+
+# What a client is sent of a page and of a search result: what an agent reads, no more. The
+# graph's labels of a page (its kind, credibility, entities, the facts it states and those it
+# states wrongly) would let a one-line rule drop every lying, confusable and distractor page and
+# resolve namesakes without reading; they go out only to a service opened with ``eval_labels``,
+# under ``labels``.
+PAGE_FIELDS = ("url", "title", "site", "date", "text", "page_number", "page_count")
+RESULT_FIELDS = ("rank", "url", "title", "snippet", "date", "score")
+LABEL_FIELDS = ("kind", "credibility", "entity_ids", "fact_ids", "contradicts")
+
+
+def page_payload(page: Page, *, labels: bool = False) -> dict:
+    """A page as a client is sent it: :data:`PAGE_FIELDS`, plus its graph labels
+    (:data:`LABEL_FIELDS`, under ``labels``) for an evaluation only."""
+    out = {"url": page.url, "title": page.title, "site": page.site, "date": page.published.isoformat(),
+           "text": page.text, "page_number": page.page_number, "page_count": page.page_count}  # fmt: skip
+    if labels:
+        out["labels"] = {"kind": page.kind, "credibility": page.credibility, "entity_ids": list(page.entity_ids),
+                         "fact_ids": list(page.fact_ids), "contradicts": list(page.contradicts)}  # fmt: skip
+    return out
+
+
+def result_payload(result: SearchResult, rank: int, *, labels: bool = False) -> dict:
+    """A search result as a client is sent it: :data:`RESULT_FIELDS`, plus the page's kind
+    (under ``labels``) for an evaluation only."""
+    out = {"rank": rank, "url": result.url, "title": result.title, "snippet": result.snippet,
+           "date": result.date.isoformat(), "score": result.score}  # fmt: skip
+    if labels:
+        out["labels"] = {"kind": result.kind}
+    return out
 
 
 class Limits(BaseModel):
@@ -62,9 +95,16 @@ class Limits(BaseModel):
     max_session_chars: int = Field(200, ge=1)
     max_session_calls: int = Field(10_000, ge=1)  # calls one session may make
     max_sessions: int = Field(65_536, ge=1)  # sessions remembered at once (least recently used go)
-    max_in_flight: int = Field(64, ge=1)  # requests a worker holds at once; more get 503
+    max_in_flight: int = Field(64, ge=1)  # requests a worker holds at once (counted once read whole); more get 503
     request_timeout_s: float = Field(30.0, gt=0)
     passage_chars: int = Field(2_000, ge=100)
+    # The HTTP server's (fictionworld.integrations.http and .server; Ray Serve's proxy has its own
+    # connection limits, its replicas apply the rest):
+    max_work_s: float = Field(10.0, gt=0)  # search work one request may use, checked between queries (504)
+    search_threads: int = Field(4, ge=1)  # threads a worker searches on: its event loop stays free
+    body_timeout_s: float = Field(10.0, gt=0)  # a request's body must arrive within this of its headers (408)
+    header_timeout_s: float = Field(10.0, gt=0)  # a connection's request headers must arrive within this (408)
+    max_connections: int = Field(512, ge=2)  # connections a worker holds (idle ones are closed to make room)
 
 
 class RequestError(ValueError):
@@ -159,8 +199,12 @@ class WorldService:
     """A world's web answering protocol requests. Thread-safe for reads; one per process."""
 
     def __init__(self, web: Web, *, knobs: Knobs | None = None, limits: Limits | None = None,
-                 sessions: SessionTable | None = None, directory: str | Path | None = None):  # fmt: skip
+                 sessions: SessionTable | None = None, directory: str | Path | None = None,
+                 eval_labels: bool = False):  # fmt: skip
+        """``eval_labels``: pages and results carry their graph labels (``labels``), for an
+        evaluation harness, never for an agent; off by default."""
         self.web = web
+        self.eval_labels = bool(eval_labels)
         self.knobs = knobs if knobs is not None else web.knobs
         self.limits = limits or Limits()
         self.sessions = sessions or SessionTable(self.limits.max_sessions)
@@ -172,7 +216,7 @@ class WorldService:
 
     @classmethod
     def open(cls, directory: str | Path, *, knobs: Knobs | None = None, limits: Limits | None = None,
-             warm: bool = True, preload: bool = False) -> WorldService:  # fmt: skip
+             warm: bool = True, preload: bool = False, eval_labels: bool = False) -> WorldService:  # fmt: skip
         """Opens a saved world and its web; ``warm`` runs one search now, so the first request is
         as fast as the rest. The world's data files are checked against the digests in its
         manifest, each before the first column read from it (``verify="on-read"``; recomputing
@@ -182,12 +226,12 @@ class WorldService:
         read column by column as requests need them, and the pages, index and lexicon are
         memory-mapped, so forked workers share them. ``preload``: the process that serves
         calls :meth:`start_preload` (not done here: a forked worker must, after the fork).
-        Raises WorldFormatError or WebError with one clear line."""
+        ``eval_labels``: see the constructor. Raises WorldFormatError or WebError with one clear line."""
         from fictionworld.storage import load_world
 
         world = load_world(directory, verify="on-read")
         web = Web.load(world, directory)
-        service = cls(web, knobs=knobs, limits=limits, directory=directory)
+        service = cls(web, knobs=knobs, limits=limits, directory=directory, eval_labels=eval_labels)
         service.preload = preload
         if warm:
             service.warm()
@@ -247,6 +291,7 @@ class WorldService:
             "limits": self.limits.model_dump(),
             "preload": dict(self.preloaded),
             "tools": ["search", "open"],
+            "eval_labels": self.eval_labels,
         }
 
     # -- Search-R1 -------------------------------------------------------------------------
@@ -287,7 +332,8 @@ class WorldService:
             page = self.web.model.render_page(self.web, h.page, 1, knobs)
             if not isinstance(page, Page):
                 continue
-            doc = {"id": str(h.page), "contents": passage_text(page, self.limits.passage_chars),
+            # the id is the URL: a page's row number tells the layers apart (they are rendered last)
+            doc = {"id": page.url, "contents": passage_text(page, self.limits.passage_chars),
                    "url": page.url, "title": page.title, "date": page.published.isoformat()}  # fmt: skip
             out.append({"document": doc, "score": round(float(h.score), 6)} if return_scores else doc)
         return out
@@ -303,7 +349,7 @@ class WorldService:
         ws = self._session(session, seed, call, knobs)
         res = ws.search(query, k, page)
         per_page = ws.knobs.results_per_page if k is None else k
-        results = [r.model_dump(mode="json") | {"rank": (page - 1) * per_page + i + 1}
+        results = [result_payload(r, (page - 1) * per_page + i + 1, labels=self.eval_labels)
                    for i, r in enumerate(res.results)]  # fmt: skip
         return {"status": res.status, "text": res.text, "fault": res.fault, "results": results,
                 **self._session_fields(session, ws)}  # fmt: skip
@@ -315,7 +361,7 @@ class WorldService:
             raise RequestError(f"url is {len(url):,} characters long; at most {self.limits.max_url_chars:,}", 413)
         ws = self._session(session, seed, call, knobs)
         res = ws.open(url)
-        page = res.page.model_dump(mode="json") if res.page is not None else None
+        page = page_payload(res.page, labels=self.eval_labels) if res.page is not None else None
         return {"status": res.status, "text": res.text, "fault": res.fault, "page": page,
                 **self._session_fields(session, ws)}  # fmt: skip
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fictionworld.env.memory import MEMORY_ACTIONS, DictMemory, check_memory_arguments
+from fictionworld.env.reasoning import without_reasoning
 from fictionworld.web.text import short_repr, valid_text
 
 __all__ = ["TOOLS", "TOOL_SETS", "ToolCall", "tool_schemas", "parse_action", "ToolSet", "MAX_QUERIES", "short_repr",
-           "to_json", "arg_limit", "DictMemory", "MEMORY_ACTIONS"]  # fmt: skip
+           "to_json", "json_value", "arg_limit", "DictMemory", "MEMORY_ACTIONS", "ONLY_REASONING"]  # fmt: skip
 
 
 ToolSet = Literal["basic", "agentworld", "memory", "all"]
@@ -169,7 +170,9 @@ def parse_action(action, *, allowed: tuple[str, ...], max_arg_chars: int, turn: 
     string. Text without tool calls is read for ``<tool_call>{json}</tool_call>`` blocks, then
     ``<search>``/``<open>``/``<answer>`` tags; text with none of them is the final answer. A
     ``<tool_call>`` block (or bare text) may also hold Qwen3-Coder's XML form,
-    ``<function=NAME><parameter=ARG>value</parameter></function>``.
+    ``<function=NAME><parameter=ARG>value</parameter></function>``. Text is read outside its
+    reasoning blocks (``<think>…</think>``, :mod:`~fictionworld.env.reasoning`); a text of
+    reasoning only, or one whose call was left open (a reply cut off mid-call), is an error call.
     Content given as OpenAI content parts is joined into one string. A message without tool
     calls whose content is neither, or that has no content, is an error call. Never raises,
     and takes time linear in the action's size; the message's strings are valid UTF-8 text (a
@@ -270,7 +273,7 @@ def _native(raw, i: int, turn: int) -> ToolCall:
 def _with_args(call: ToolCall, args) -> ToolCall:
     if isinstance(args, str):
         call.raw_arguments = args
-        args, error = _loads(args) if args.strip() else ({}, None)
+        args, error = json_value(args) if args.strip() else ({}, None)
         if error is not None:
             call.error = f"the arguments of {call.name} are not valid JSON ({error})"
             return call
@@ -279,12 +282,16 @@ def _with_args(call: ToolCall, args) -> ToolCall:
     if not isinstance(args, dict):
         call.error = f"the arguments of {call.name} must be a JSON object, not {type(args).__name__}"
         return call
-    call.arguments = args
+    call.arguments = dict(args)  # a copy: the checks normalise it, never the caller's action
+    odd = [k for k in args if not isinstance(k, str)]  # a Python dict's (JSON names are strings)
+    if odd:
+        call.error = (f"the arguments of {call.name} must be named by strings, not by {type(odd[0]).__name__} "
+                      f"({short_repr(odd[0])[:40]})")  # fmt: skip
     return call
 
 
-def _loads(text: str) -> tuple[object, str | None]:
-    """Parsed JSON and None, or None and why it is not JSON Python can read."""
+def json_value(text: str) -> tuple[object, str | None]:
+    """Parsed JSON and None, or None and why it is not JSON Python can read; never raises."""
     try:
         return json.loads(text), None
     except json.JSONDecodeError as e:
@@ -296,26 +303,53 @@ def _loads(text: str) -> tuple[object, str | None]:
 
 
 def _from_text(text: str, turn: int) -> list[ToolCall]:
+    """The calls of a text, read outside its reasoning blocks (:mod:`~fictionworld.env.reasoning`).
+    A text of reasoning only, or whose last call was left open (cut off mid-call), is an error
+    call: never the final answer."""
+    said = without_reasoning(text)
+    if not said.strip() and said != text:
+        return [ToolCall(f"call_{turn}_0", "?", error=ONLY_REASONING)]
+    text = said
     blocks = _tool_call_blocks(text)
     if not blocks and _XML_FUNCTION in text:  # Qwen3-Coder XML calls written without <tool_call>
         blocks = _xml_blocks(text)
-    if blocks:
+    open_call = _left_open(text, "tool_call") and not (blocks and blocks[-1].startswith(_XML_FUNCTION))
+    if blocks or open_call:
         out = []
         for i, block in enumerate(blocks):
             if block.startswith(_XML_FUNCTION):
                 out.append(_xml_call(block, i, turn))
                 continue
-            obj, error = _loads(block)
+            obj, error = json_value(block)
             if error is not None:
                 out.append(ToolCall(f"call_{turn}_{i}", "?", raw_arguments=block[:1000],
                                     error=f"<tool_call> is not valid JSON ({error})"))  # fmt: skip
                 continue
             out.append(_native(obj, i, turn))
+        if open_call:
+            out.append(_open_call(len(out), turn, "tool_call"))
         return out
     tags = _tags(text)
-    if tags:
-        return [_with_args(ToolCall(f"call_{turn}_{i}", n), {_KEYS[n]: v.strip()}) for i, (n, v) in enumerate(tags)]
+    out = [_with_args(ToolCall(f"call_{turn}_{i}", n), {_KEYS[n]: v.strip()}) for i, (n, v) in enumerate(tags)]
+    if opened := next((n for n in _KEYS if _left_open(text, n)), None):
+        out.append(_open_call(len(out), turn, opened))
+    if out:
+        return out
     return [_with_args(ToolCall(f"call_{turn}_0", "answer"), {"text": text})]
+
+
+ONLY_REASONING = "the reply holds only reasoning (<think>…</think>): no tool call and no answer"
+
+
+def _left_open(text: str, tag: str) -> bool:
+    """Whether the last ``<tag>`` of ``text`` has no ``</tag>`` after it."""
+    i = text.rfind(f"<{tag}>")
+    return i >= 0 and text.find(f"</{tag}>", i) < 0
+
+
+def _open_call(i: int, turn: int, tag: str) -> ToolCall:
+    return ToolCall(f"call_{turn}_{i}", "?", error=f"a <{tag}> with no </{tag}> after it: the call was cut off or "
+                                                  f"left open; write it again, closed")  # fmt: skip
 
 
 def _tool_call_blocks(text: str) -> list[str]:
@@ -386,7 +420,7 @@ def _xml_value(raw: str, kind: type):
     if kind is int and _INT.fullmatch(value.strip()):
         return int(value.strip())
     if (kind is list and value.strip().startswith("[")) or (kind is dict and value.strip().startswith("{")):
-        obj, error = _loads(value.strip())
+        obj, error = json_value(value.strip())
         if error is None and isinstance(obj, kind):
             return obj
     return value

@@ -13,22 +13,25 @@ trainer (its context and turn limits bite first), and returns each call's observ
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 from fictionworld.env.env import EPISODE_OVER, EnvConfig, SearchEnv
 from fictionworld.env.prompts import system_prompt
-from fictionworld.env.tools import _loads
+from fictionworld.env.reasoning import without_reasoning
+from fictionworld.env.tools import json_value
 from fictionworld.knobs import Knobs
 from fictionworld.scoring import Scores, score_strict
 from fictionworld.seeding import hash_text, mix64_int
 
 __all__ = ["Episode", "REWARD_KEYS", "reward_info", "final_answer", "score_response", "task_of", "task_json",
-           "shared_world", "ANSWER_RECORDED", "ANSWER_GIVEN", "system_message", "ExportRow", "export_rows",
-           "knobs_json"]  # fmt: skip
+           "shared_world", "shared_world_async", "ANSWER_RECORDED", "ANSWER_GIVEN", "system_message", "ExportRow",
+           "export_rows", "knobs_json"]  # fmt: skip
 
 ANSWER_RECORDED = "Answer recorded. The episode is over."
 ANSWER_GIVEN = "Error: the answer was already given; the episode is over (no more tool calls)."
@@ -69,18 +72,21 @@ def final_answer(text: str | None, recorded: str | None = None) -> str | None:
     well-formed Hermes/Qwen ``<tool_call>{"name": "answer", "arguments": {"text": …}}</tool_call>``
     block or an ``<answer>…</answer>`` tag. A call left unclosed does not swallow the next one.
     None when there is none: the rest of a response holds tool output (pages with tables in
-    them), which must never be scored as the agent's answer. Linear in the text's length."""
-    if isinstance(recorded, str) and recorded.strip():
+    them), which must never be scored as the agent's answer. Reasoning blocks (``<think>…</think>``,
+    :mod:`~fictionworld.env.reasoning`) are never read, in ``text`` or ``recorded``. Linear in
+    the text's length."""
+    if isinstance(recorded, str) and (recorded := without_reasoning(recorded)).strip():
         return recorded
     if not isinstance(text, str) or not text:
         return None
+    text = without_reasoning(text)
     best: tuple[int, str] | None = None
     for end, inside in _spans(text, "<tool_call>", "</tool_call>"):
-        obj, error = _loads(inside.strip())
+        obj, error = json_value(inside.strip())
         if error is None and isinstance(obj, dict) and obj.get("name") == "answer":
             args = obj.get("arguments", obj.get("parameters"))
             if isinstance(args, str):
-                args, _ = _loads(args)
+                args, _ = json_value(args)
             if isinstance(args, dict) and isinstance(args.get("text"), str):
                 best = (end, args["text"])
     tags = _spans(text, "<answer>", "</answer>")
@@ -136,21 +142,66 @@ def score_response(solution_str: str | None, task, *, recorded: str | None = Non
     return reward_info(score_strict(text, task), answered=True)
 
 
-_WORLDS: dict[str, object] = {}
+_WORLDS: dict[str, Future] = {}  # folder -> its world, loaded or loading
 _WORLDS_LOCK = threading.Lock()
 
 
 def shared_world(path, *, verify: bool = True):
     """The world saved at ``path``, opened once per process and shared by every episode (trainer
-    workers build many envs; a world is read-only once loaded)."""
-    from fictionworld.world import World
+    workers build many envs; a world is read-only once loaded). Callers that come while it loads
+    wait for that load; a load that failed is tried again by the next caller."""
+    key, future, mine = _world_future(path)
+    if mine:
+        _load(key, future, verify)
+    return future.result()
 
+
+async def shared_world_async(path, *, verify: bool = True):
+    """:func:`shared_world` for a caller on an event loop (verl's agent loop workers), with its
+    web open: the load runs in a thread, once, and every coroutine (or thread) asking meanwhile
+    awaits that one load, so the loop goes on serving the trajectories that have their world.
+    A waiter that is cancelled leaves the load running for the others."""
+    key, future, mine = _world_future(path)
+    if mine:
+        threading.Thread(target=_load, args=(key, future, verify, True), name="fictionworld-load", daemon=True).start()
+    world = await asyncio.wrap_future(future)
+    await asyncio.to_thread(getattr, world, "web")  # (a world another caller loaded without its web)
+    return world
+
+
+def _world_future(path) -> tuple[str, Future, bool]:
+    """The folder, the future of its world, and whether the caller made it (and must load it)."""
     key = str(Path(path).expanduser().resolve())
     with _WORLDS_LOCK:
-        world = _WORLDS.get(key)
-        if world is None:
-            world = _WORLDS[key] = World.load(key, verify=verify)
-        return world
+        future = _WORLDS.get(key)
+        if future is not None:
+            return key, future, False
+        future = _WORLDS[key] = Future()
+        future.set_running_or_notify_cancel()  # running: a waiter's cancellation cannot cancel it
+        return key, future, True
+
+
+def _load(key: str, future: Future, verify: bool, warm: bool = False) -> None:
+    """Loads the world into ``future``; ``warm``: its web opened and one search and one page read
+    too (the first search builds the name linker and speller: work for the loading thread, not
+    for the first caller's)."""
+    from fictionworld.world import World
+
+    try:
+        world = World.load(key, verify=verify)
+        if warm:
+            web = world.web
+            try:
+                if len(web.pages) and (results := web.search(web.pages.titles[0])):
+                    web.open(results[0].url)
+            except ValueError:  # (a WebError: the warm-up is an optimisation, the world is loaded)
+                pass
+    except BaseException as exc:  # noqa: BLE001 (handed to every waiter)
+        with _WORLDS_LOCK:
+            _WORLDS.pop(key, None)
+        future.set_exception(exc)
+    else:
+        future.set_result(world)
 
 
 @dataclass(frozen=True)
@@ -187,11 +238,10 @@ def export_rows(tasks, world_dir, *, val_fraction: float = 0.1, seed: int = 0) -
     if not tasks:
         raise ValueError("no tasks to export")
     world_dir = Path(world_dir).expanduser().resolve()
+    from fictionworld.tasks.model import check_same_world
+
     world_hash = shared_world(world_dir).world_hash
-    wrong = [t.instance_id for t in tasks if t.world_hash is not None and t.world_hash != world_hash]
-    if wrong:
-        raise ValueError(f"{len(wrong)} of {len(tasks)} tasks were made from another world than {world_dir} "
-                         f"(world_hash {world_hash[:12]}), e.g. {wrong[0]}")  # fmt: skip
+    check_same_world(tasks, world_hash, world_dir)  # (a TaskError: a ValueError)
     order = list(range(len(tasks)))
     random.Random(seed).shuffle(order)
     n_val = min(max(round(len(tasks) * val_fraction), 1 if val_fraction > 0 else 0), len(tasks) - 1)

@@ -27,16 +27,25 @@
   3. Otherwise one session per server instance, seeded ``seed`` (default 0, as the env's
      episode ``reset(seed=0)``): over stdio that is the one client of the process, so a fresh
      server replays its faults exactly.
+
+- **Transport sessions are bounded** (streamable HTTP, :class:`SessionCap`): the SDK keeps a
+  handshake session until the client ends it, so clients that never do would fill the memory.
+  ``run_mcp`` frees a session ``session_idle_s`` after its last request (the SDK's own idle
+  timeout) and holds at most ``max_sessions`` at once: a request that would open one more is
+  answered 503 with ``Retry-After`` and a JSON-RPC error saying why.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import signal
 import sys
 import threading
+import time
 import uuid
+from collections import OrderedDict
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
@@ -45,7 +54,7 @@ from mcp.types import CallToolResult, TextContent
 from fictionworld.env.service import RequestError, WorldService
 from fictionworld.env.tools import TOOLS
 
-__all__ = ["build_mcp_server", "run_mcp", "SESSION_META", "SEED_META"]
+__all__ = ["build_mcp_server", "run_mcp", "SessionCap", "SESSION_META", "SEED_META"]
 
 SESSION_META = "fictionworld/session"
 SEED_META = "fictionworld/seed"
@@ -96,10 +105,12 @@ def build_mcp_server(service: WorldService, *, name: str = "fictionworld", seed:
 
 
 def run_mcp(service: WorldService, *, transport: str, host: str = "127.0.0.1", port: int = 8001,
-            seed: int = 0) -> None:  # fmt: skip
+            seed: int = 0, max_sessions: int = 1024, session_idle_s: float = 600.0) -> None:  # fmt: skip
     """Serves ``service`` over MCP until the client leaves (stdio) or SIGTERM / Ctrl-C
     (streamable HTTP at ``http://host:port/mcp``; port 0: any free port; the address is printed
-    on stderr). Raises OSError when the port cannot be bound."""
+    on stderr; at most ``max_sessions`` transport sessions, each freed ``session_idle_s`` after
+    its last request; the connections guarded as ``fictionworld serve``'s, by the service's
+    limits). Raises OSError when the port cannot be bound."""
     server = build_mcp_server(service, seed=seed)
     if transport == "stdio":
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop, without a traceback
@@ -110,7 +121,7 @@ def run_mcp(service: WorldService, *, transport: str, host: str = "127.0.0.1", p
     import anyio
     import uvicorn
 
-    from fictionworld.integrations.server import bind
+    from fictionworld.integrations.server import bind, uvicorn_config
 
     try:
         sock = bind(host, port)
@@ -120,12 +131,77 @@ def run_mcp(service: WorldService, *, transport: str, host: str = "127.0.0.1", p
     print(f"fictionworld mcp: http://{shown}:{sock.getsockname()[1]}/mcp serving {service.directory} "
           f"(world {service.web.world.world_hash[:12]})", file=sys.stderr, flush=True)  # fmt: skip
     app = server.streamable_http_app(host=host)
+    server.session_manager.session_idle_timeout = session_idle_s  # read as each session starts
+    app = SessionCap(app, max_sessions=max_sessions, idle_s=session_idle_s)
     # uvicorn stops gracefully on SIGTERM / SIGINT, then sends the signal again to the handler it
     # found: make that one a no-op, so the process ends with 0 (as `serve` does), not killed.
     main = threading.current_thread() is threading.main_thread()
     found = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:
-        anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve, [sock])
+        anyio.run(uvicorn.Server(uvicorn_config(app, service.limits, lifespan="auto")).serve, [sock])
     finally:
         for sig, handler in found.items():
             signal.signal(sig, handler)
+
+
+class SessionCap:
+    """ASGI middleware over the SDK's streamable-HTTP app: counts the handshake-era sessions it
+    opens (the ``Mcp-Session-Id`` of a response to a request that named none) and refuses a
+    request that would open one past ``max_sessions`` (503, ``Retry-After``, a JSON-RPC error).
+    A session stops counting when the client ends it (DELETE) or ``idle_s`` after its last
+    request, when the SDK's idle timeout (which the caller sets to ``idle_s``) frees it."""
+
+    def __init__(self, app, *, max_sessions: int, idle_s: float):
+        self.app, self.max_sessions, self.idle_s = app, max_sessions, idle_s
+        self.sessions: OrderedDict[str, float] = OrderedDict()  # id -> its last request's start, oldest first
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+        from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        now = time.monotonic()
+        while self.sessions and next(iter(self.sessions.values())) < now - self.idle_s:
+            self.sessions.popitem(last=False)  # (the SDK has freed it)
+        session = headers.get(MCP_SESSION_ID_HEADER.lower())
+        if session is not None:
+            if session in self.sessions:
+                self.sessions[session] = now
+                self.sessions.move_to_end(session)
+            status = [0]
+
+            async def watch_end(message):
+                if message["type"] == "http.response.start":
+                    status[0] = message["status"]
+                await send(message)
+
+            await self.app(scope, receive, watch_end)
+            if (scope["method"] == "DELETE" and 200 <= status[0] < 300) or status[0] == 404:
+                self.sessions.pop(session, None)
+            return
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER.lower())
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:  # the stateless protocol
+            return await self.app(scope, receive, send)
+        if len(self.sessions) >= self.max_sessions:
+            return await _refuse(send, f"too many MCP sessions open ({len(self.sessions):,}, the most this server "
+                                       f"holds): end one (DELETE), or retry once idle ones expire "
+                                       f"({self.idle_s:g} s after their last request)")  # fmt: skip
+
+        async def watch_new(message):
+            if message["type"] == "http.response.start":
+                for k, v in message.get("headers", ()):
+                    if k.decode("latin-1").lower() == MCP_SESSION_ID_HEADER.lower():
+                        self.sessions[v.decode("latin-1")] = time.monotonic()
+            await send(message)
+
+        await self.app(scope, receive, watch_new)
+
+
+async def _refuse(send, message: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"retry-after", b"1")]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})

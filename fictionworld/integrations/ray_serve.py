@@ -13,7 +13,9 @@ and a replica's constructor could not reach the copy that serves, to attach its 
 
 Serve adds nothing to the protocol: a request goes to the replica with the shortest queue
 (Serve holds at most ``max_ongoing_requests`` at a replica, queueing the rest), and each replica
-applies :class:`~fictionworld.env.service.Limits` as one worker of the plain server does.
+applies :class:`~fictionworld.env.service.Limits` as one worker of the plain server does (the
+connection limits, ``header_timeout_s`` and ``max_connections``, are the proxy's business:
+Serve's own). ``/metrics`` counts the replica that answered (its pid in ``fictionworld_process``).
 Sessions that replay faults keep their call count in the replica that served them: clients
 spread over replicas should send ``call`` (see the service), which needs no server state.
 """

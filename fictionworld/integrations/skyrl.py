@@ -23,8 +23,10 @@
 - The chat template gets no ``tools``: the model learns the tools from the system message. The
   rows carry the env's own text-mode prompt (``EnvConfig(text_tags=True)``): ``<search>``,
   ``<open>``, ``<answer>`` tags, or JSON ``<tool_call>`` blocks; the env also reads Qwen3-Coder's
-  ``<function=…>`` XML. Every turn reaches the env, so the env's rule holds as it is: a reply
-  with no tool call is the final answer.
+  ``<function=…>`` XML. Every turn reaches the env, so the env's rules hold as they are: a
+  reply with no tool call is the final answer; reasoning (``<think>…</think>``) is never read as
+  a call or the answer, and a reply of reasoning only, or one cut off inside a call (an unclosed
+  ``<tool_call>`` or tag), is a malformed call: an error observation, and the episode goes on.
 - The loop stops only on ``done`` or when the conversation exceeds
   ``generator.max_input_length`` (then no step is taken: reward 0). The env ends the episode
   at ``extras["max_turns"]`` (``generator.max_turns``, default **1**) and scores it as the env

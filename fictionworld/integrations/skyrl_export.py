@@ -25,7 +25,7 @@ OVERRIDE_FLAG = "trainer.override_entrypoint="
 def export_skyrl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int = 0, knobs=None,
                  tools: str = "basic", model_path: str = "Qwen/Qwen3-4B-Instruct-2507", max_turns: int = 30,
                  max_prompt_length: int = 4096, max_input_length: int = 32768, max_generate_length: int = 2048,
-                 n_samples_per_prompt: int = 8, train_batch_size: int = 32,
+                 n_samples_per_prompt: int = 8, train_batch_size: int = 32, logger: str = "console",
                  overrides: Iterable[str] = ()) -> dict:  # fmt: skip
     """Write SkyRL's training folder for ``tasks`` (Tasks, or a tasks JSONL path) over the world
     saved at ``world_dir`` into ``out``: ``train.parquet``, ``val.parquet`` and ``train.sh``.
@@ -35,13 +35,16 @@ def export_skyrl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int 
     ``env_class`` (``fictionworld``), ``reward_spec`` (``method``, ``ground_truth`` = the task
     JSON) and ``extra_info`` (``index``, ``split``, ``instance_id``, ``world``, ``task``, ``seed``,
     ``knobs``, ``tools``). The split and each row's fault seed come from ``seed``
-    (:func:`~fictionworld.env.trainer.export_rows`). Raises ValueError on tasks of another world.
+    (:func:`~fictionworld.env.trainer.export_rows`). ``logger``: SkyRL's ``trainer.logger`` (its
+    default, wandb, fails without a login). Raises ValueError on tasks of another world.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if tools not in TOOL_SETS:
         raise ValueError(f"unknown tool set {tools!r}: one of {sorted(TOOL_SETS)}")
+    if not isinstance(logger, str) or not logger.isidentifier():
+        raise ValueError(f"SkyRL's trainer.logger is one name (console, wandb, tensorboard, mlflow), not {logger!r}")
     world_dir, plan = export_rows(tasks, world_dir, val_fraction=val_fraction, seed=seed)
     web, knobs = shared_world(world_dir).web, knobs_json(knobs)
     rows: dict[str, list[dict]] = {"train": [], "val": []}
@@ -80,6 +83,7 @@ def export_skyrl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int 
         "environment.skyrl_gym.max_env_workers=32",
         "trainer.project_name=fictionworld",
         "trainer.run_name=grpo",
+        f"trainer.logger={logger}",  # SkyRL's default is wandb
         *overrides,
     ]
     script = out / "train.sh"
@@ -87,7 +91,7 @@ def export_skyrl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int 
              f"{MODULE}.export_skyrl. Extra overrides given to this script win, e.g.",
              "  bash train.sh trainer.placement.policy_num_gpus_per_node=4 generator.inference_engine.num_engines=4",
              "The world folder named in the Parquet rows must be readable where SkyRL's generator runs.",
-             "SkyRL logs to wandb (WANDB_API_KEY) unless given trainer.logger=console."]  # fmt: skip
+             f"Logs go to the {logger} logger; give trainer.logger=wandb (with WANDB_API_KEY) to log to wandb."]  # fmt: skip
     script.write_text(launch_script(notes, "skyrl.train.entrypoints.main_base", args))
     script.chmod(0o755)
     return {"out": str(out), "train": str(out / "train.parquet"), "val": str(out / "val.parquet"),

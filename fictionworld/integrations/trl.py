@@ -69,6 +69,9 @@ instance, feeds the results back, and finally scores the rollout with the instan
   swapped for TRL's training template, which the SFT warm-up must use too.
 - Calls in one turn all run, each as its own env step, so the env's ``max_calls_per_turn`` does
   not apply.
+- Reasoning is never an answer: TRL's response parser keeps a ``<tool_call>`` written inside
+  ``<think>…</think>`` in ``reasoning_content`` (it never runs), and the env reads the ``answer``
+  tool's text outside reasoning blocks (:mod:`fictionworld.env.reasoning`).
 - Each trainer process opens the world once (:func:`~fictionworld.env.trainer.shared_world`); the
   pool holds ``generation_batch_size`` instances per process.
 

@@ -30,6 +30,7 @@ __all__ = [
     "grpo_trainer",
     "reward_log",
     "plot_rewards",
+    "what_it_shows",
     "REWARD_KEY",
     "OBSERVATION_CHARS",
 ]
@@ -126,11 +127,31 @@ def grpo_trainer(model, tokenizer, rows: list[dict], out_dir, *, steps: int = 4,
 
 def reward_log(log_history: list[dict]) -> list[dict]:
     """One row per optimizer step of a GRPO run's ``trainer.state.log_history``: the env's mean
-    reward (``get_reward``), its spread, tool calls per rollout, and completion length."""
+    reward (``get_reward``), its spread, the share of groups whose rollouts all scored alike
+    (``frac_reward_zero_std``: their advantages are 0, so they give no gradient), the step's
+    gradient norm, tool calls per rollout, and completion length."""
     keys = {"reward": REWARD_KEY, "reward_std": f"rewards/{FictionWorldEnv.__name__}/std",
+            "groups_alike": "frac_reward_zero_std", "grad_norm": "grad_norm",
             "tool_calls_per_rollout": "tools/call_frequency", "tool_failures": "tools/failure_frequency",
             "completion_tokens": "completions/mean_length"}  # fmt: skip
     return [{"step": int(e["step"]), **{k: e.get(v) for k, v in keys.items()}} for e in log_history if REWARD_KEY in e]
+
+
+def what_it_shows(rows: list[dict]) -> str:
+    """What a GRPO run's :func:`reward_log` shows, in words. A step changes the model only when
+    its group's rewards differ: GRPO's advantage is a rollout's reward against its group's mean,
+    so a group that scored alike (all 1.0: a task the warm-up taught by heart; all 0.0) has
+    advantages of 0 and, with ``beta=0``, a gradient of 0."""
+    moved = [r for r in rows if (r["grad_norm"] or 0) > 0]
+    alike = [r for r in rows if not (r["grad_norm"] or 0) > 0]
+    if not moved:
+        scores = sorted({f"{r['reward']:.2f}" for r in rows})
+        return (f"No GRPO step changed the model: in each of the {len(rows)} steps every rollout of the group "
+                f"scored the same ({', '.join(scores)}), so every advantage, and the gradient, was 0.")  # fmt: skip
+    which = [str(r["step"]) for r in moved]
+    steps = f"steps {', '.join(which[:-1])} and {which[-1]}" if len(which) > 1 else f"step {which[0]}"
+    return (f"{len(moved)} of {len(rows)} GRPO steps changed the model ({steps}: rollouts that scored "
+            f"differently, a gradient); {len(alike)} scored alike and changed nothing.")  # fmt: skip
 
 
 def plot_rewards(rows: list[dict], path) -> Path:

@@ -29,7 +29,8 @@ export, for a one-line top-level module that re-exports it (the id cannot be dot
 - v1's chat loop ends a rollout on a reply without a tool call, so there is no ``answer`` tool:
   that reply is the answer, as in :class:`~fictionworld.env.SearchEnv` (its system prompt says
   so). A rollout stopped earlier (``--env.agent.max-turns``, a token limit) is scored, like a
-  truncated env episode, on the last text the agent wrote.
+  truncated env episode, on the last text the agent wrote. Reasoning blocks (``<think>…</think>``)
+  are never read as the answer (:mod:`fictionworld.env.reasoning`).
 - The one ``@vf.reward``, ``item_f1``, is the env's reward: the strict item F1 of that answer
   (:func:`~fictionworld.env.trainer.score_response`), 0 without one. The other numbers the
   trainers log (``success``, item and row precision/recall/F1, ``answered``, ``parsed``,
@@ -68,6 +69,7 @@ from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.types import content_text
 
 from fictionworld.env.prompts import system_prompt
+from fictionworld.env.reasoning import last_words
 from fictionworld.env.service import RequestError, WorldService
 from fictionworld.env.tools import TOOLS
 from fictionworld.env.trainer import export_rows, score_response, task_json
@@ -122,9 +124,10 @@ class FictionWorldTask(vf.Task[FictionWorldData, FictionWorldState]):
 
     def scores(self, trace: vf.Trace) -> dict[str, float]:
         """:data:`~fictionworld.env.trainer.REWARD_KEYS` of the rollout's answer: the last text
-        the agent wrote (the reply that ended the rollout, or, stopped earlier, its last words)."""
+        the agent wrote outside reasoning blocks (the reply that ended the rollout, or, stopped
+        earlier, its last words), as the env takes it."""
         texts = (content_text(m.content) for m in reversed(trace.assistant_messages))
-        return score_response(None, self.data.task_json, recorded=next((t for t in texts if t.strip()), None))
+        return score_response(None, self.data.task_json, recorded=last_words(texts))
 
 
 def _arg(tool: str, name: str):

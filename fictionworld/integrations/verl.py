@@ -13,8 +13,10 @@ How an episode runs. verl's ``ToolAgentLoop`` calls ``create`` → ``execute`` �
 every single tool call, so the tool instance is per call; the episode (task, web session, knobs,
 fault draws, the answer) is kept per trajectory instead, keyed on verl's ``AgentData`` in a weak
 dictionary: created on a trajectory's first call from its row's ``create_kwargs``, reused by the
-later calls, dropped with the trajectory. Each call's observation is the env's text; malformed
-calls come back as ``Error: …`` observations. The ``answer`` tool stores the answer in
+later calls, dropped with the trajectory. The world is opened on a worker's first call, once, in
+a thread: concurrent first calls await that one load and the event loop serves on meanwhile.
+Each call's observation is the env's text; malformed calls come back as ``Error: …``
+observations. The ``answer`` tool stores the answer in
 ``agent_data.extra_fields["fictionworld_answer"]``, which verl hands to the reward function as
 ``extra_info`` (``tool_extra_fields``). A second ``answer`` gets "the episode is over": the first
 answer stands.
@@ -34,7 +36,11 @@ Two ways to end and score a trajectory (``export_verl(agent=…)`` picks one for
 
 In both, only an ``answer`` call (or an ``<answer>`` tag) gives the answer; the rows' system
 prompt (:func:`~fictionworld.env.trainer.system_message`) says so. A reply with no tool call ends
-verl's loop and is scored like any other text: no answer in it, reward 0.
+verl's loop and is scored like any other text: no answer in it, reward 0. Reasoning blocks
+(``<think>…</think>``) are never read as answers or calls: :func:`compute_score` and the loop's
+score leave them out, and :class:`FictionWorldAgentLoop` parses calls outside them
+(:class:`HermesOutsideReasoning`; verl's own Hermes parser, which ``tool_agent`` uses unless
+``multi_turn.format`` names ours, runs a call written inside one).
 
 Needs ``verl`` (the ``[verl]`` extra), imported only by this module; the export itself
 (:mod:`fictionworld.integrations.verl_export`, re-exported here) does not.
@@ -42,36 +48,45 @@ Needs ``verl`` (the ``[verl]`` extra), imported only by this module; the export 
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import weakref
 from collections.abc import Mapping
 from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
+from verl.experimental.agent_loop.tool_parser import HermesToolParser, ToolParser
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from fictionworld.env.trainer import Episode, score_response, shared_world
+from fictionworld.env.reasoning import without_reasoning
+from fictionworld.env.trainer import Episode, score_response, shared_world_async
 from fictionworld.integrations.verl_export import AGENT_NAME, ANSWER_KEY, DATA_SOURCE, export_verl, verl_tool_schema
 
-__all__ = ["FictionWorldTool", "FictionWorldAgentLoop", "compute_score", "export_verl", "verl_tool_schema",
-           "ANSWER_KEY", "AGENT_NAME", "DATA_SOURCE"]  # fmt: skip
+__all__ = ["FictionWorldTool", "FictionWorldAgentLoop", "HermesOutsideReasoning", "compute_score", "export_verl",
+           "verl_tool_schema", "ANSWER_KEY", "AGENT_NAME", "DATA_SOURCE", "TOOL_FORMAT"]  # fmt: skip
+
+TOOL_FORMAT = "fictionworld_hermes"  # multi_turn.format of HermesOutsideReasoning
 
 # One episode per trajectory, keyed on verl's AgentData: gone when verl drops the trajectory.
 _EPISODES: weakref.WeakKeyDictionary[AgentData, Episode] = weakref.WeakKeyDictionary()
 
 
 # -- tools ------------------------------------------------------------------------------------
-def _episode(agent_data, create_kwargs: Mapping) -> Episode:
-    """The trajectory's episode, made from its row's ``create_kwargs`` on its first call."""
+async def _episode(agent_data, create_kwargs: Mapping) -> Episode:
+    """The trajectory's episode, made from its row's ``create_kwargs`` on its first call. The
+    world is opened once per worker, off the event loop (the other trajectories go on)."""
     episode = _EPISODES.get(agent_data)
     if episode is None:
         if not create_kwargs.get("world_dir") or not create_kwargs.get("task"):
             raise ValueError("fictionworld tools need create_kwargs with world_dir and task (rows from export_verl)")
-        world = shared_world(create_kwargs["world_dir"])
-        episode = Episode(world.web, create_kwargs["task"], seed=int(create_kwargs.get("seed") or 0),
-                          knobs=create_kwargs.get("knobs") or None, tools=create_kwargs.get("tools") or "basic")  # fmt: skip
-        _EPISODES[agent_data] = episode
+        world = await shared_world_async(create_kwargs["world_dir"])
+        episode = _EPISODES.get(agent_data)  # a call of the same turn may have made it meanwhile
+        if episode is None:
+            episode = _EPISODES[agent_data] = Episode(
+                world.web, create_kwargs["task"], seed=int(create_kwargs.get("seed") or 0),
+                knobs=create_kwargs.get("knobs") or None, tools=create_kwargs.get("tools") or "basic")  # fmt: skip
     return episode
 
 
@@ -95,7 +110,7 @@ class FictionWorldTool(BaseTool):
         agent_data = kwargs.get("agent_data")
         if agent_data is None:
             return ToolResponse(text="Error: fictionworld tools run inside verl's ToolAgentLoop."), 0.0, {}
-        episode = _episode(agent_data, self._calls.get(instance_id, {}))
+        episode = await _episode(agent_data, self._calls.get(instance_id, {}))
         text = episode.call(self.name, parameters)
         if episode.answer is not None:
             agent_data.extra_fields[ANSWER_KEY] = episode.answer
@@ -116,9 +131,33 @@ def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_
 
 
 # -- agent loop -------------------------------------------------------------------------------
+@ToolParser.register(TOOL_FORMAT)
+class HermesOutsideReasoning(HermesToolParser):
+    """verl's Hermes parser, reading ``<tool_call>`` blocks only outside reasoning blocks (the
+    env's rule, :mod:`fictionworld.env.reasoning`): verl's own runs every block of the reply,
+    so an ``answer`` call written while thinking ("maybe …, let me search more") would be
+    taken. :class:`FictionWorldAgentLoop` uses it in place of verl's; with verl's
+    ``tool_agent`` loop, set ``actor_rollout_ref.rollout.multi_turn.format=fictionworld_hermes``."""
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools=None):
+        loop = asyncio.get_running_loop()
+        text = await loop.run_in_executor(None, self.tokenizer.decode, responses_ids)
+        said = without_reasoning(text)
+        if said != text:
+            encode = functools.partial(self.tokenizer.encode, said, add_special_tokens=False)
+            responses_ids = await loop.run_in_executor(None, encode)
+        return await super().extract_tool_calls(responses_ids, tools)
+
+
 @register(AGENT_NAME)
 class FictionWorldAgentLoop(ToolAgentLoop):
-    """verl's ``ToolAgentLoop`` that ends a trajectory at its ``answer`` and scores it itself."""
+    """verl's ``ToolAgentLoop`` that ends a trajectory at its ``answer`` and scores it itself;
+    calls are read outside reasoning blocks (:class:`HermesOutsideReasoning`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if type(self.tool_parser) is HermesToolParser:
+            self.tool_parser = HermesOutsideReasoning(self.tokenizer)
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         output = await super().run(sampling_params, priority, **kwargs)

@@ -23,7 +23,8 @@ __all__ = [
 
 def score(response: str, task, *, mode: str = "strict", **options) -> Scores:
     """Scores of one response against one task. ``mode``: ``strict`` (default; ``limits``, the
-    :class:`AnswerLimits` size caps), ``compat`` (official semantics; ``judge`` an optional
+    :class:`AnswerLimits` size caps; ``abstention=True``, or mode ``strict-abstain``: a blank or
+    N/A value cell leaves item precision's denominator), ``compat`` (official semantics; ``judge`` an optional
     OpenAI-compatible judge, ``today`` the date the official evaluator's date parsing is
     relative to), or any scorer registered in :mod:`fictionworld.registry`."""
     return scorer(mode, **options)(response, task)

@@ -3,10 +3,16 @@
 A cell that states several different values of its type is a hedge and reads as no value:
 "14 or 15", "14 (or 28)", "1900 or 9 December 1888" and "12–15" give nothing, while
 "1.2 thousand (1,200)" or "9 December 1888 (1888)" state one value twice and read as it.
-Context after "as of" ("3,400 as of March 2019") is not a value.
+Context after "as of" ("3,400 as of March 2019", "1987-03-14 (as of 2020)") is not a value.
+
+Numbers are read in scientific notation ("2.5e6", "2.5 × 10^6") and with thousands grouped by
+commas, spaces, or by dots when there are several groups ("1.200.000", "1.200.000,50"); a lone
+"1.200" is ambiguous and reads as the official evaluator reads it, 1.2. A unit's exponent
+("km^2", "km2", "km²") is not a number.
 
 Dates carry their precision: "December 1888" is a month (see the strict scorer for what it
-answers: never an exact full date). All-numeric dates ("09/12/1888")
+answers: never an exact full date). Numeric dates may use any dash ("1987–03–14"); a range of
+days ("1987-03-14–15", "14–15 March 1987") is several dates. All-numeric dates ("09/12/1888")
 are read day-first or month-first by the other dates of the same answer; with nothing to go
 by, month-first (the convention of the official evaluator's date parser).
 
@@ -47,8 +53,10 @@ DateOrder = Literal["dmy", "mdy", "none"]
 
 # -- numbers ---------------------------------------------------------------------------------
 _NUM = re.compile(
-    r"(?<![\w.])(?P<sign>[-−](?=[\d$]))?(?:US)?\$?"
-    r"(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?![\d,.])|\d{1,2}(?:,\d{2})+,\d{3}(?!\d)|\d+)(?P<frac>\.\d+)?"
+    r"(?<![\w.])(?<![^\W\d_]\^)(?P<sign>[-−](?=[\d$]))?(?:US)?\$?"
+    r"(?P<int>\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?(?!\d|\.\d)"  # "1.200.000" and "1.200.000,50": dots group thousands
+    r"|\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?![\d,.])|\d{1,2}(?:,\d{2})+,\d{3}(?!\d)|\d+)(?P<frac>\.\d+)?"
+    r"(?:(?:e(?P<exp>[-+−]?\d{1,2})|\s*[x×·*]\s*10\^(?P<pow>[-+−]?\d{1,2}))(?![\w.]))?"
     r"(?:\s*(?P<mag>thousand|million|billion|trillion)\b)?\s*(?P<pct>%)?",
     re.IGNORECASE,
 )
@@ -57,7 +65,14 @@ _AS_OF = re.compile(r"\(?\bas of\b[^()]{0,100}\)?", re.IGNORECASE)
 
 
 def _number(m: re.Match) -> float:
-    v = float(m.group("int").replace(",", "").replace(" ", "") + (m.group("frac") or ""))
+    whole = m.group("int")
+    if whole.count(".") >= 2:  # "1.200.000,50": dots group thousands, a comma starts the fraction
+        v = float(whole.replace(".", "").replace(",", "."))
+    else:
+        v = float(whole.replace(",", "").replace(" ", "") + (m.group("frac") or ""))
+    power = m.group("exp") or m.group("pow")
+    if power:
+        v *= 10.0 ** int(power.replace("−", "-"))
     if m.group("mag"):
         v *= _MAG[m.group("mag").lower()]
     if m.group("sign"):
@@ -127,9 +142,10 @@ _MONTH_NUMBER = {m.lower(): i + 1 for i, m in enumerate(MONTHS)} | {m[:3].lower(
 _MONTH_NUMBER["sept"] = 9
 _M = "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True))
 _ORD = r"(?:st|nd|rd|th)?"
+_DASHES = "\\-‐‑‒–—−"  # "1987–03–14" with en-dashes (or any other dash) is a full date
 _DATE_ANY = re.compile(
-    rf"(?P<iso>(?<!\d)(?P<iy>\d{{4}})[-/.](?P<im>\d{{1,2}})[-/.](?P<id>\d{{1,2}})(?!\d))"
-    rf"|(?P<num>(?<![\d.])(?P<na>\d{{1,2}})[/.\-](?P<nb>\d{{1,2}})[/.\-](?P<ny>\d{{4}})(?!\d))"
+    rf"(?P<iso>(?<!\d)(?P<iy>\d{{4}})[/.{_DASHES}](?P<im>\d{{1,2}})[/.{_DASHES}](?P<id>\d{{1,2}})(?!\d))"
+    rf"|(?P<num>(?<![\d.])(?P<na>\d{{1,2}})[/.{_DASHES}](?P<nb>\d{{1,2}})[/.{_DASHES}](?P<ny>\d{{4}})(?!\d))"
     rf"|(?P<mdy>\b(?P<m1>{_M})\.?\s+(?P<d1>\d{{1,2}}){_ORD},?\s+(?P<y1>\d{{3,4}})(?!\d))"
     rf"|(?P<dmy>(?<!\d)(?P<d2>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m2>{_M})\.?,?\s+(?P<y2>\d{{3,4}})(?!\d))"
     rf"|(?P<my>\b(?P<m3>{_M})\.?,?\s+(?P<y3>\d{{3,4}})(?!\d))"
@@ -166,7 +182,12 @@ def _date_of(m: re.Match, order: DateOrder) -> tuple[dt.date, int] | None:
 
 
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,2})[/.\-](\d{1,2})[/.\-]\d{4}(?!\d)")
+_NUMERIC_DATE = re.compile(rf"(?<![\d.])(\d{{1,2}})[/.{_DASHES}](\d{{1,2}})[/.{_DASHES}]\d{{4}}(?!\d)")
+# A day range around a full date ("1987-03-14–15", "14–15 March 1987", "13 or 14 March 1987"):
+# several days, i.e. a hedge.
+_LINK_WORD = rf"(?:[/&,{_DASHES}]|\b(?:to|or|and)\b)"
+_DAY_AFTER = re.compile(rf"\s*{_LINK_WORD}\s*\d{{1,2}}(?![\d:])")
+_DAY_BEFORE = re.compile(rf"(?<![\d:])\d{{1,2}}{_ORD}\s*{_LINK_WORD}\s*$", re.IGNORECASE)
 
 
 def date_order(text: str) -> DateOrder:
@@ -186,7 +207,7 @@ def date_order(text: str) -> DateOrder:
 def read_date(s: str, order: DateOrder = "mdy") -> DateValue | None:
     """The one date a cell states, with its precision, never filled in from today; None when
     it states none, an impossible or ambiguous one, or several that disagree ("1900 or
-    9 December 1888")."""
+    9 December 1888", a range of days). Context after "as of" is dropped when a date is left."""
     text = clean_cell(s)
     iso = _ISO.fullmatch(text)
     if iso:
@@ -194,16 +215,29 @@ def read_date(s: str, order: DateOrder = "mdy") -> DateValue | None:
             return DateValue(dt.date(int(iso[1]), int(iso[2]), int(iso[3])), 3)
         except ValueError:
             return None
-    found = []
-    for m in _DATE_ANY.finditer(text):
-        d = _date_of(m, order)
-        if d is None:
-            return None
-        found.append(DateValue(*d))
-    if not found:
+    found = _dates(_AS_OF.sub(" ", text), order) if "as of" in text.lower() else None
+    if not found:  # no context, or nothing but context ("as of 1 May 2020")
+        found = _dates(text, order)
+    if not found or None in found:
         return None
     best = max(found, key=lambda v: v.precision)
     return best if all(best.covers(v) for v in found) else None
+
+
+def _dates(text: str, order: DateOrder) -> list[DateValue | None]:
+    """Each date ``text`` states (None for an impossible, ambiguous or day-range one)."""
+    out: list[DateValue | None] = []
+    for m in _DATE_ANY.finditer(text):
+        d = _date_of(m, order)
+        if d is not None and (
+            (m.group("iso") and _DAY_AFTER.match(text, m.end()))
+            or (m.group("dmy") and _DAY_BEFORE.search(text, max(0, m.start() - 16), m.start()))
+        ):
+            d = None
+        out.append(None if d is None else DateValue(*d))
+        if d is None:
+            break
+    return out
 
 
 # -- names -----------------------------------------------------------------------------------

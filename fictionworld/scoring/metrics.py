@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache, wraps
 from urllib.parse import urlparse
 
@@ -30,10 +31,13 @@ _OFF_URL = re.compile(r"http[s]?://(?:[a-zA-Z]|[0-9]|[$-_@.&+]|[!*\(\),]|(?:%[0-
 
 
 class Official:
-    """The official metric functions; dates are parsed relative to ``today``."""
+    """The official metric functions; dates are parsed relative to ``today``, by ``dateparser``
+    with :attr:`date_settings`, or by ``parse_date`` (a function of one cell) where given."""
 
-    def __init__(self, today: dt.date):
+    def __init__(self, today: dt.date, parse_date: Callable[[str], dt.datetime | None] | None = None):
         self.today = dt.datetime(today.year, today.month, today.day)
+        self.date_settings = {"PREFER_DAY_OF_MONTH": "first", "RELATIVE_BASE": self.today}
+        self.parse_date = parse_date
 
     @staticmethod
     def norm_str(x) -> str:
@@ -45,9 +49,11 @@ class Official:
         return found[0] if found else "NULL"
 
     def _parse_date(self, x):
+        if self.parse_date is not None:
+            return self.parse_date(x)
         import dateparser
 
-        return dateparser.parse(x, settings={"PREFER_DAY_OF_MONTH": "first", "RELATIVE_BASE": self.today})
+        return dateparser.parse(x, settings=self.date_settings)
 
     def norm_date(self, x) -> str:
         d = self._parse_date(x)  # a non-string raises, as in the official code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["Scores", "METRIC_NAMES", "aggregate", "Summary", "RewardConfig", "reward", "prf"]
 
@@ -35,6 +35,9 @@ class Scores(BaseModel):
     predicted_rows: int = 0
     gold_rows: int = 0
     matched_rows: int = 0
+    # Value cells of the answer left blank or N/A (strict); with abstention they leave item
+    # precision's denominator.
+    abstained_items: int = 0
     parsed: bool = False  # a table with the required columns was found
     msg: str = ""
     judge: str = "none"  # none | fallback (deterministic stand-in) | endpoint
@@ -42,12 +45,16 @@ class Scores(BaseModel):
 
     @classmethod
     def from_counts(
-        cls, tp_row: float, tp_item: float, predicted_rows: int, gold_rows: int, columns: int, **fields
-    ) -> Scores:
+        cls, tp_row: float, tp_item: float, predicted_rows: int, gold_rows: int, columns: int,
+        *, abstained: int = 0, abstention: bool = False, **fields,
+    ) -> Scores:  # fmt: skip
         """Row and item precision/recall/F1 from true-positive sums (items = rows × columns);
-        success when all six are exactly 1."""
+        success when all six are exactly 1. ``abstained``: value cells the answer left blank or
+        N/A; with ``abstention`` they are not counted as predicted items (a blank cell is no
+        claim; a wrong one still is). Recall and the row metrics do not change."""
         p_r, r_r, f_r = prf(tp_row, predicted_rows, gold_rows)
-        p_i, r_i, f_i = prf(tp_item, predicted_rows * columns, gold_rows * columns)
+        predicted_items = predicted_rows * columns - (abstained if abstention else 0)
+        p_i, r_i, f_i = prf(tp_item, predicted_items, gold_rows * columns)
         six = (p_r, r_r, f_r, p_i, r_i, f_i)
         return cls(
             score=1.0 if all(v == 1.0 for v in six) else 0.0,
@@ -59,6 +66,7 @@ class Scores(BaseModel):
             f1_by_item=f_i,
             predicted_rows=predicted_rows,
             gold_rows=gold_rows,
+            abstained_items=abstained,
             parsed=True,
             **fields,
         )
@@ -114,12 +122,26 @@ def aggregate(per_task: dict[str, list[Scores | None]], trials: int) -> Summary:
 
 
 class RewardConfig(BaseModel):
-    """A reward as a weighted mean of scores, minus a penalty when no usable table was given."""
+    """A reward as a weighted mean of scores, minus a penalty when no usable table was given.
+    Weights are finite and >= 0 with at least one above 0 (a negative weight would pay for
+    wrong answers, all zero would pay nothing for anything); the penalty is finite and >= 0."""
 
-    item_f1: float = 1.0
-    row_f1: float = 0.0
-    success: float = 0.0
-    format_penalty: float = 0.0  # subtracted when the answer has no table with the columns
+    model_config = ConfigDict(extra="forbid")
+
+    item_f1: float = Field(1.0, ge=0, allow_inf_nan=False)
+    row_f1: float = Field(0.0, ge=0, allow_inf_nan=False)
+    success: float = Field(0.0, ge=0, allow_inf_nan=False)
+    # subtracted when the answer has no table with the columns
+    format_penalty: float = Field(0.0, ge=0, allow_inf_nan=False)
+    # score abstention-aware (``score_strict(abstention=True)``): a blank or N/A value cell leaves
+    # item precision's denominator, a wrong one does not; off = WideSearch's metric
+    abstention: bool = False
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> RewardConfig:
+        if not any(w > 0 for _, w in self.weights()):
+            raise ValueError("reward weights item_f1, row_f1 and success are all 0: at least one must be above 0")
+        return self
 
     def weights(self) -> Iterable[tuple[str, float]]:
         return (("f1_by_item", self.item_f1), ("f1_by_row", self.row_f1), ("score", self.success))

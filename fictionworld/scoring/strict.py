@@ -4,11 +4,16 @@ hardened as an RL reward (a policy finds every hole in a reward).
 Differences from ``compat`` (each is tested in tests/test_scoring_strict.py and attacked with
 generated cases in tests/test_scoring_adversarial.py):
 
-1. Table choice: the *last* Markdown table whose header covers the required columns wins (an
-   agent may revise its table); fenced or not, indented or not, with prose (even prose holding
-   a pipe) above it or before its header on the same line. Earlier tables with the required
-   columns and no key in common with the later ones are read as its first parts (a long table
-   split in two); one that shares a key is a draft and is dropped.
+1. Table choice: the answer is the content of the last ``<answer>…</answer>`` when that holds
+   a table with the required columns (or the task asks for one value), else the whole text. In
+   it the *last* Markdown table whose header covers the required columns wins (an agent may
+   revise its table); fenced or not, indented or not, with prose (even prose holding a pipe)
+   above it or before its header on the same line. Earlier tables with the required columns
+   and no key in common with the later ones are read as its first parts (a long table split in
+   two); one that shares a key is a draft, and one introduced as an example ("For example:",
+   "Template:") is an illustration: both are dropped. Rows that repeat the header or hold only
+   placeholders ("...", "{name}", "<date>") are no rows (an echoed template). The choice never
+   depends on the gold, so two tables never score more than the one table they are read as.
 2. Parsing is done here, not by ``pandas.read_csv``: cells stay strings, quotes are text,
    escaped pipes stay in their cell, ragged rows are padded or trimmed.
 3. Cells lose Markdown and inline HTML (bold, italics with ``*`` or ``_``, ``<b>``/``<i>``,
@@ -24,15 +29,22 @@ generated cases in tests/test_scoring_adversarial.py):
    harmless qualifier ("(company)", "(1994 film)"), never by edit distance: the web's decoys
    are one letter away from the real names. Category columns match up to plural and word order.
 7. A cell states one value or none: several different numbers or dates in it ("14 or 15",
-   "1900 or 9 December 1888") is a hedge and scores 0. Numbers are read with thousands
-   separators, "1.2 million" and currency marks; a date has a precision and "December 1888"
-   does not answer a full date; all-numeric dates follow the answer's own day/month order;
-   dates are never completed from today. Hosts are compared without "www.". A side without a
+   "1900 or 9 December 1888", a range of days) is a hedge and scores 0; context after "as of"
+   is not a value. Numbers are read with thousands separators ("1,200,000", "1.200.000"),
+   "1.2 million", scientific notation ("2.5e6") and currency marks, a unit's exponent ("km^2")
+   aside; a date has a precision and "December 1888" does not answer a full date; any dash
+   may separate a numeric date's parts; all-numeric dates follow the answer's own day/month
+   order; dates are never completed from today (:mod:`fictionworld.scoring.cells`). Hosts are compared without "www.". A side without a
    value never scores 1 against a gold value.
 8. A column with several metrics scores the minimum of them as one item.
 9. Nothing raises: an empty join, an empty table, a malformed cell or an answer over the size
-   limits (:class:`AnswerLimits`) gives zeros with a message. A single-column task answered
-   without a table is read from ``<answer>…</answer>`` or the last line.
+   limits (:class:`AnswerLimits`) gives zeros with a message. A one-value task is answered by
+   a last line "Answer: …" (whatever tables of notes come before it), else by its table, else
+   by the ``<answer>…</answer>`` content or, without any table, the last line.
+10. ``abstention=True`` (registered as ``strict-abstain``; off by default, as WideSearch
+   counts a blank cell as a wrong one): a value cell left blank or N/A leaves item precision's
+   denominator, a wrong cell does not, so base-rate guesses cost precision where saying
+   nothing does not. Keys always count; recall and the row metrics are unchanged.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -57,7 +70,7 @@ from fictionworld.scoring.metrics import clean_cell, strict_hosts, strict_norm
 from fictionworld.scoring.scores import Scores
 from fictionworld.tasks.model import ColumnEval, Task, norm_header
 
-__all__ = ["score_strict", "find_tables", "split_row", "AnswerLimits", "LIMITS"]
+__all__ = ["score_strict", "find_tables", "split_row", "abstains", "AnswerLimits", "LIMITS"]
 
 _SEP_CELL = re.compile(r"^:?-{1,}:?$")
 _PIPE = re.compile(r"(?<!\\)\|")
@@ -95,15 +108,18 @@ def _separator_line(line: str) -> bool:
     return "-" in line and _SEP_CHARS.issuperset(line) and _is_separator(split_row(line))
 
 
-def _blocks(text: str) -> list[list[str]]:
-    """Runs of consecutive lines holding a pipe (code fences end a run)."""
-    out, block = [], []
-    for line in [*text.splitlines(), ""]:
+def _blocks(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """Runs of consecutive lines holding a pipe (code fences end a run), each with the index
+    of its first line."""
+    out, block, start = [], [], 0
+    for i, line in enumerate([*lines, ""]):
         if "|" in line and line.strip().strip("`") and not line.strip().startswith("```"):
+            if not block:
+                start = i
             block.append(line)
             continue
         if block:
-            out.append(block)
+            out.append((start, block))
         block = []
     return out
 
@@ -115,21 +131,59 @@ def _header(line: str, separator: str) -> list[str]:
     return split_row(line)
 
 
+# Prose that introduces a table as an illustration rather than the answer.
+_EXAMPLE = re.compile(
+    r"\b(?:examples?|for\s+instance|templates?|placeholders?|illustrat\w*|dummy|"
+    r"sample\s+(?:output|table|rows?|answer|format))\b|\be\.\s?g\.",
+    re.IGNORECASE,
+)
+_INTRO_LINES = 3  # lines above a table read for what introduces it
+
+
+class _Table(NamedTuple):
+    header: list[str]
+    rows: list[list[str]]
+    example: bool  # introduced as an example or a template ("For example:", "Template:")
+
+
+def _tables(text: str) -> list[_Table]:
+    """Every Markdown table in ``text``, in order of appearance. A header is the line above a
+    separator row; lines above it in the same run are prose. A run without a separator is read
+    as a header and rows. A table is an example when the prose just above it (not crossing the
+    previous table) says so."""
+    lines = text.splitlines()
+    tables: list[_Table] = []
+    prev_end = 0
+    for start, block in _blocks(lines):
+        seps = [i for i, line in enumerate(block) if i > 0 and _separator_line(line)]
+        if not seps:
+            if len(block) >= 2:
+                example = _example(lines, prev_end, start, "")
+                tables.append(_Table(split_row(block[0]), [split_row(x) for x in block[1:]], example))
+                prev_end = start + len(block)
+            continue
+        for n, s in enumerate(seps):
+            end = seps[n + 1] - 1 if n + 1 < len(seps) else len(block)
+            line = block[s - 1]
+            lead = line[: line.index("|")] if not line.strip().startswith("|") else ""
+            example = _example(lines, prev_end, start + s - 1, lead)
+            tables.append(_Table(_header(line, block[s]), [split_row(x) for x in block[s + 1 : end]], example))
+            prev_end = start + end
+    return tables
+
+
+def _example(lines: list[str], prev_end: int, header_at: int, lead: str) -> bool:
+    """Whether the prose just above a header (and before it on its line) calls the table an example."""
+    above = lines[max(prev_end, header_at - _INTRO_LINES) : header_at]
+    text = " ".join(x[-MAX_HEADER_CHARS:] for x in [*above, lead])
+    return bool(_EXAMPLE.search(text))
+
+
 def find_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     """Every Markdown table in ``text`` as (header, rows), in order of appearance. A header is
     the line above a separator row; lines above it in the same run are prose. A run without a
     separator is read as a header and rows."""
-    tables = []
-    for block in _blocks(text):
-        seps = [i for i, line in enumerate(block) if i > 0 and _separator_line(line)]
-        if not seps:
-            if len(block) >= 2:
-                tables.append((split_row(block[0]), [split_row(x) for x in block[1:]]))
-            continue
-        for n, s in enumerate(seps):
-            end = seps[n + 1] - 1 if n + 1 < len(seps) else len(block)
-            tables.append((_header(block[s - 1], block[s]), [split_row(x) for x in block[s + 1 : end]]))
-    return tables
+    return [(t.header, t.rows) for t in _tables(text)]
 
 
 _SUPERSCRIPT = re.compile(r"<sup>\s*(\d{1,2})\s*</sup>|\^(\d)", re.IGNORECASE)
@@ -349,42 +403,114 @@ def _last_answer_tag(text: str) -> str | None:
     return text[start + len("<answer>") : end] if start != -1 else None
 
 
-def _bare_answer(text: str) -> str | None:
-    tagged = _last_answer_tag(text)
-    if tagged is not None:
-        return tagged.strip()
-    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
-    if not lines:
+_ANSWER_LINE = re.compile(r"(?:final\s+)?answer\s*[:：]\s*", re.IGNORECASE)
+
+
+def _last_line(text: str) -> str:
+    return text.rstrip().rpartition("\n")[2].strip()
+
+
+def _explicit_answer(text: str) -> str | None:
+    """What a last line "Answer: …" ("**Final answer:** …") states, or None; a table row
+    (a line with a pipe) is never one."""
+    line = _last_line(text)
+    if "|" in line or len(line) > MAX_CELL_CHARS:
         return None
-    return re.sub(r"^(final\s+)?answer\s*[:：]\s*", "", lines[-1], flags=re.I)
+    line = clean_cell(line)
+    m = _ANSWER_LINE.match(line)
+    return (line[m.end() :].strip() or None) if m else None
+
+
+def _answer_rows(response: str, prep: _Prepared, single: bool, one_cell: bool) -> tuple[list[list[str]] | None, str]:
+    """The answer's rows (cells in ``required`` order), or None and why there are none.
+
+    The answer is the content of the last complete ``<answer>…</answer>`` when that holds a
+    table with the required columns or the task asks for one value, else the whole text. In
+    it, a one-value task's last line "Answer: …" is the answer (it is said last); else the
+    table :func:`_choose` picks; else, with no table at all, the tag's content or the last line."""
+    tagged = _last_answer_tag(response)
+    scope, tables, rows = response, None, None
+    if tagged is not None:
+        inside = _tables(tagged)
+        rows = _choose(inside, prep, single)
+        if rows is not None or one_cell:
+            scope, tables = tagged, inside
+    if tables is None:
+        tables = _tables(response)
+        rows = _choose(tables, prep, single)
+    if one_cell:
+        bare = _explicit_answer(scope)
+        if bare is None and rows is None:
+            bare = scope.strip() if scope is tagged else None if tables else clean_cell(_last_line(scope))
+        if bare:
+            return [[bare if len(bare) <= MAX_CELL_CHARS else ""]], ""
+    if rows is None:
+        return None, "no Markdown table" if not tables else f"no table has the columns {prep.required}"
+    return rows, ""
 
 
 def _cells(raw: list[str], cmap: dict[str, int], required: list[str]) -> list[str]:
     return [raw[i] if i < len(raw) and len(raw[i]) <= MAX_CELL_CHARS else "" for i in (cmap[c] for c in required)]
 
 
-def _choose(tables, prep: _Prepared, single: bool) -> list[list[str]] | None:
+# A cell that only holds a place for a value: "...", "…", "-", "?", "{name}", "<date>", "[url]", "etc.", "TBD", "xxx".
+_PLACEHOLDER = re.compile(r"\.{2,}|…+|[-–—_?]+|\{[^{}]*\}|<[^<>]*>|\[[^\[\]]*\]|etc\.?|tbd|xx+", re.IGNORECASE)
+
+
+def _filler(row: list[str], header: list[str]) -> bool:
+    """Whether a row holds no answer: placeholders only, or the header's words again (an
+    echoed template). ``header``: the header's letters and digits, lower case, per column."""
+    if all(_placeholder(c) for c in row):
+        return True
+    return all(h and _NOT_ALNUM.sub("", c).lower() == h for c, h in zip(row, header))
+
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def _placeholder(cell: str) -> bool:
+    c = clean_cell(cell)
+    return not c or _PLACEHOLDER.fullmatch(c) is not None
+
+
+def _choose(tables: list[_Table], prep: _Prepared, single: bool) -> list[list[str]] | None:
     """Rows (cells in ``required`` order) of the answer table: the last table with the
-    required columns, preceded by earlier such tables while they share no key with it (a key
-    written alike, or one naming the same gold row); a single-answer task reads the last only."""
+    required columns that holds a row, preceded by earlier such tables while they share no key
+    with it (a key written alike, or one naming the same gold row) unless they are introduced
+    as examples; a single-answer task reads the last only. Rows that repeat the header or hold
+    only placeholders are no rows: what an echoed template or format example leaves."""
     required = prep.required
-    mapped = [(cmap, rows) for header, rows in tables if (cmap := _column_map(header, required)) is not None]
+    mapped: list[tuple[_Table, list[list[str]]]] = []
+    for t in tables:
+        cmap = _column_map(t.header, required)
+        if cmap is None:
+            continue
+        header = [_NOT_ALNUM.sub("", _header_key(t.header[cmap[c]])).lower() for c in required]
+        rows = [r for r in (_cells(x, cmap, required) for x in t.rows) if not _filler(r, header)]
+        mapped.append((t, rows))
     if not mapped:
         return None
-    parts: list[list[list[str]]] = []
-    seen: set = set()
-    for cmap, raw in reversed(mapped):
-        rows = [_cells(r, cmap, required) for r in raw]
-        if len(mapped) > 1 and not single:
-            keys = {tuple(strict_norm(r[j]) for j in prep.key_at) for r in rows}
-            keys |= {prep.match(tuple(r), set(), "mdy") for r in rows} - {None}
-            if parts and keys & seen:
-                break  # a draft of what follows
-            seen |= keys
+    while len(mapped) > 1 and not mapped[-1][1]:
+        mapped.pop()  # a table without rows (a template) after the answer
+    last = mapped[-1][1]
+    if single or len(mapped) == 1:
+        return last
+    parts, seen = [last], _keys(last, prep)
+    for t, rows in reversed(mapped[:-1]):
+        if t.example:
+            continue
+        keys = _keys(rows, prep)
+        if keys & seen:
+            break  # a draft of what follows
+        seen |= keys
         parts.append(rows)
-        if single:
-            break
     return [r for part in reversed(parts) for r in part]
+
+
+def _keys(rows: list[list[str]], prep: _Prepared) -> set:
+    """A table's keys as written (normalised) and the gold rows they name."""
+    keys: set = {tuple(strict_norm(r[j]) for j in prep.key_at) for r in rows}
+    return keys | ({prep.match(tuple(r), set(), "mdy") for r in rows} - {None})
 
 
 def _distinct(rows: list[list[str]]) -> list[tuple[str, ...]]:
@@ -398,16 +524,19 @@ def _distinct(rows: list[list[str]]) -> list[tuple[str, ...]]:
     return out
 
 
-def score_strict(response: str, task: Task, *, limits: AnswerLimits | None = None) -> Scores:
+def score_strict(response: str, task: Task, *, limits: AnswerLimits | None = None, abstention: bool = False) -> Scores:
     """Strict scores of ``response`` against ``task``; never raises on any string (a scorer
-    defect gives zeros and says so in ``msg``, so a training run is never stopped by one)."""
+    defect gives zeros and says so in ``msg``, so a training run is never stopped by one).
+    ``abstention``: a value cell left blank or N/A (:func:`abstains`) is not counted in item
+    precision's denominator, so saying nothing costs less than a wrong guess (recall and the
+    row metrics are unchanged; WideSearch's metric, the default, counts it as a wrong item)."""
     try:
-        return _score(response, task, limits or LIMITS)
+        return _score(response, task, limits or LIMITS, abstention)
     except Exception as e:  # noqa: BLE001 - the reward must not stop a run; the message names the defect
         return _zero(task, f"internal scorer error: {type(e).__name__}: {e}"[:300])
 
 
-def _score(response, task: Task, lim: AnswerLimits) -> Scores:
+def _score(response, task: Task, lim: AnswerLimits, abstention: bool = False) -> Scores:
     if not isinstance(response, str):
         return _zero(task, "response is not a string")
     if len(response) > lim.max_chars:
@@ -415,28 +544,39 @@ def _score(response, task: Task, lim: AnswerLimits) -> Scores:
     ev = task.evaluation
     required = [norm_header(c) for c in ev.required]
     keys = [norm_header(c) for c in ev.unique_columns if norm_header(c) in required] or required[:1]
-    tables = find_tables(response)
     prep = _prepared(task, required, keys)
     single = task.kind == "deep"
-    raw = _choose(tables, prep, single)
+    raw, why = _answer_rows(response, prep, single, len(required) == 1 and len(task.gold.rows) == 1)
     if raw is None:
-        bare = _bare_answer(response) if len(required) == 1 and len(task.gold.rows) == 1 and not tables else None
-        if not bare:
-            what = "no Markdown table" if not tables else f"no table has the columns {required}"
-            return _zero(task, what)
-        raw = [[bare if len(bare) <= MAX_CELL_CHARS else ""]]
+        return _zero(task, why)
     if len(raw) > lim.max_rows or len(raw) * len(required) > lim.max_cells:
         return _zero(task, f"answer table over the limits ({lim.max_rows:,} rows, {lim.max_cells:,} cells)")
     rows = _distinct(raw)
     order = _date_order(prep, rows)
-    common = dict(instance_id=task.instance_id, mode="strict", judge=_judge_kind(prep))
+    mode = "strict-abstain" if abstention else "strict"
+    common = dict(instance_id=task.instance_id, mode=mode, judge=_judge_kind(prep), abstention=abstention)
     if single and len(rows) > 1:
         return _worst_candidate(prep, rows, order, common)
     tp_row, tp_item, matched = prep.tally(rows, order)
     return Scores.from_counts(
         tp_row, tp_item, len(rows), prep.n_gold, len(required), matched_rows=matched,
-        msg="" if rows else "the table has no rows", **common,
+        abstained=_abstained(prep, rows), msg="" if rows else "the table has no rows", **common,
     )  # fmt: skip
+
+
+_NOTHING = frozenset({"", "n/a", "na", "-", "--", "—", "–"})
+
+
+def abstains(cell: str) -> bool:
+    """Whether a cell states nothing: blank, N/A (any case, with dots or spaces) or a dash."""
+    return "".join(clean_cell(cell).split()).casefold().replace(".", "") in _NOTHING
+
+
+def _abstained(prep: _Prepared, rows: list[tuple[str, ...]]) -> int:
+    """Value (non-key) cells of ``rows`` that state nothing; a key always states a row."""
+    keys = set(prep.key_at)
+    value_at = [j for j in range(len(prep.required)) if j not in keys]
+    return sum(1 for r in rows for j in value_at if abstains(r[j]))
 
 
 def _date_order(prep: _Prepared, rows: list[tuple[str, ...]]) -> DateOrder:
@@ -451,7 +591,8 @@ def _worst_candidate(prep: _Prepared, rows, order: DateOrder, common: dict) -> S
     worst = None
     for r in rows:
         tp_row, tp_item, matched = prep.tally([r], order)
-        s = Scores.from_counts(tp_row, tp_item, 1, prep.n_gold, len(prep.required), matched_rows=matched, **common)
+        s = Scores.from_counts(tp_row, tp_item, 1, prep.n_gold, len(prep.required), matched_rows=matched,
+                               abstained=_abstained(prep, [r]), **common)  # fmt: skip
         if worst is None or s.f1_by_item < worst.f1_by_item:
             worst = s
     msg = f"{len(rows)} candidates for a single-answer task: scored as the worst of them"

@@ -24,6 +24,7 @@ via         rows related to a named entity through a third one ("books by author
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from fictionworld.dates import NA_DATE, years_of
 from fictionworld.schema import ENTITY_TYPES, DType
 from fictionworld.tasks.grammar import count_columns
+from fictionworld.tasks.guess import GUESS_LIMIT
 from fictionworld.tasks.phrasing import HOP_CLAUSES, TEMPORAL_CLAUSES
 from fictionworld.tasks.query import Condition, Hop, Order, Query, type_of_path
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
@@ -195,7 +197,11 @@ def family_temporal(gen: WideTaskGenerator, r) -> Draw | None:
 
 
 def family_top(gen: WideTaskGenerator, r) -> Draw | None:
-    target = _target(gen, r)
+    # "1" answers one rank of any table: within the knobs' guess_gain, so at least this many rows
+    fewest = math.ceil(1 / (gen.knobs.guess_gain * _widest(gen)) - 1e-9)
+    if fewest > gen.knobs.rows_max:
+        return None
+    target = max(_target(gen, r), fewest)
     full = r.random() < 0.3
     a = _anchor(gen, r, target, target * 1.2 + 2) if full else _anchor(gen, r, target * 1.5 + 1, target * 6 + 10)
     if a is None:
@@ -223,23 +229,31 @@ def family_top(gen: WideTaskGenerator, r) -> Draw | None:
 
 def family_aggregate(gen: WideTaskGenerator, r) -> Draw | None:
     target = _target(gen, r)
-    a = _anchor(gen, r, target * 0.7, target * 1.4 + 2, types={t for t in ENTITY_TYPES if count_columns(t)})
+    a = _anchor(gen, r, target * 0.7, target * 1.4 + 2, types={t for t in ENTITY_TYPES if _counts(gen, t)})
     if a is None:
         return None
     t, anchor, size = a
     rows = _select(gen, t, [anchor])
-    if not _in_range(gen, rows):
+    if not _in_range(gen, rows) or not gen.count_names_ok(rows):
         return None
-    counts = []
-    for c in count_columns(t):
-        cells = gen.g.column(rows, c)
-        values = [x.value for x in cells]
-        if sum(v > 0 for v in values) >= max(1, len(values) // 4) and gen.count_names_ok(rows):
-            counts.append(c)
+    # No count is common in the group: at most GUESS_LIMIT of it, and at most what the knobs'
+    # widest table holds within guess_gain (so none in tiny tables, where one count is a third).
+    most = min(GUESS_LIMIT, gen.knobs.guess_gain * _widest(gen))
+    counts = [c for c in _counts(gen, t) if gen.share(t, c, rows) <= most]
     if not counts:
         return None
     r.shuffle(counts)
     return Draw(t, [anchor], rows, size, extra=tuple(counts[: 1 + int(r.random() < 0.4)]))
+
+
+def _widest(gen: WideTaskGenerator) -> int:
+    return gen.knobs.columns_max or gen.knobs.columns
+
+
+def _counts(gen: WideTaskGenerator, t: str) -> list:
+    """The count columns of type ``t`` whose base rate over the type is low (no count, zero
+    included, is more than GUESS_LIMIT of them); a group's own counts are checked when drawn."""
+    return [c for c in count_columns(t) if gen.guessability(t, c) <= GUESS_LIMIT]
 
 
 def family_via(gen: WideTaskGenerator, r) -> Draw | None:

@@ -27,7 +27,7 @@ def generate_tasks(
 ) -> list[Task]:
     """``n`` tasks drawn from ``world``: the same (world, n, kind, seed, knobs) always gives the
     same tasks. ``kind`` is a registered task kind (``wide``, ``deep``, or an id such as
-    ``fictionworld/WideTable-v0``); ``mixed`` alternates wide and deep. Draws that find no task
+    ``fictionworld/WideTable-v1``); ``mixed`` alternates wide and deep. Draws that find no task
     within their attempts are skipped; too many skips (knobs the world cannot satisfy) raise."""
     knobs = knobs or TaskKnobs()
     cycle = ("wide", "deep") if kind == "mixed" else (kind,)
@@ -43,7 +43,8 @@ def generate_tasks(
             raise TaskGenerationError(
                 f"found only {len(out)} of {n} {kind} tasks in {i} draws: this world has too few entities "
                 f"for the knobs (rows {knobs.rows_min}–{knobs.rows_max}, {knobs.columns} columns, "
-                f"selectivity {knobs.selectivity}); lower them or generate a larger world"
+                f"selectivity {knobs.selectivity}, guess gain {knobs.guess_gain}); lower them (or raise the guess "
+                "gain) or generate a larger world"
             )
         k = cycle[i % len(cycle)]
         task = gens[k].task(i)

@@ -22,6 +22,7 @@ __all__ = [
     "TaskError",
     "read_tasks",
     "write_tasks",
+    "check_same_world",
     "norm_header",
     "PREPROCESSORS",
     "METRICS",
@@ -104,7 +105,9 @@ class Task(BaseModel):
     graph_query: Query | None = None
     world_hash: str | None = None
     provenance: list[RowProvenance] = Field(default_factory=list)
-    difficulty: dict[str, float] = Field(default_factory=dict)
+    difficulty: dict[str, float] = Field(default_factory=dict)  # wide tasks: guess_gain (tasks.guess) among them
+    # Per value column: the share of its gold cells the column's base-rate guess answers (tasks.guess).
+    guessability: dict[str, float] = Field(default_factory=dict)
     family: str | None = None  # the question family (tasks.families), e.g. "top"; deep tasks: "lookup"
     preset: str | None = None  # the difficulty preset the task was drawn at, if any
     # Scorers keep per-task precomputation here (gold canonical forms); tasks are not mutated
@@ -136,6 +139,17 @@ def write_tasks(tasks: list[Task], path: str | Path) -> Path:
             fh.write(t.model_dump_json(exclude_none=True) + "\n")
     tmp.replace(path)
     return path
+
+
+def check_same_world(tasks: list[Task], world_hash: str, world: object) -> None:
+    """Refuses (TaskError) tasks made from another world than ``world`` (a name for it, e.g. its
+    directory), whose hash is ``world_hash``: their gold tables would be wrong there, and every
+    episode would score 0. A task that records no world (an official one) is taken. What every
+    command that runs tasks on a world checks: ``rollout``, ``export`` (``export_rows``)."""
+    wrong = [t.instance_id for t in tasks if t.world_hash is not None and t.world_hash != world_hash]
+    if wrong:
+        raise TaskError(f"{len(wrong)} of {len(tasks)} tasks were made from another world than {world} "
+                        f"(world_hash {world_hash[:12]}), e.g. {wrong[0]}")  # fmt: skip
 
 
 def read_tasks(path: str | Path) -> list[Task]:

@@ -150,6 +150,10 @@ DATE_VERB = {
     "start_date": "that began",
     "end_date": "that ended",
 }
+# A category condition as a clause, {} for the value. It must read for one entity ("the person
+# '…'") and for many ("the people '…'") alike, and the value is a bare noun: an attribute
+# whose values are nouns that would need an article or a plural ("writer") is left out, and reads
+# "whose occupation is writer" (tests/test_phrasing.py reads every value of every vocabulary).
 CATEGORY_CLAUSE = {
     "industry": "in the {} industry",
     "genre": "in the {} genre",
@@ -157,6 +161,5 @@ CATEGORY_CLAUSE = {
     "sport": "playing {}",
     "kind": "of the kind {}",
     "field": "in the field of {}",
-    "occupation": "who work as {}",
     "gender": "recorded as {}",
 }

@@ -1,7 +1,8 @@
 """What a task set looks like (:func:`rollout.agents.explorer.explore` adds whether an agent that
 knows nothing solves it).
 
-:func:`task_stats` summarises a set (families, rows, columns, cells, hops, conditions);
+:func:`task_stats` summarises a set (families, rows, columns, cells, hops, conditions, and
+:func:`guess_stats`: how much base-rate guessing would earn);
 :class:`AnswerPages` finds any single page that states
 a task's whole answer (a "list of all answers" would make a wide task a lookup).
 """
@@ -12,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["AnswerPages", "task_stats"]
+__all__ = ["AnswerPages", "task_stats", "guess_stats"]
 
 
 class AnswerPages:
@@ -55,8 +56,39 @@ def _summary(values) -> dict:
     return {"min": float(a.min()), "mean": float(a.mean()), "max": float(a.max())}
 
 
+def guess_stats(tasks, top: int = 5) -> dict:
+    """Guessability of a task set (:mod:`fictionworld.tasks.guess`; wide tasks made since it was
+    measured): per task the expected item-F1 gain of keys + base-rate guesses over keys alone
+    (``guess_gain``), per value column the share of its gold cells the base-rate guess answers,
+    how many tasks and columns pass the limits (:data:`GAIN_LIMIT`, :data:`GUESS_LIMIT`: the
+    generator bounds the base rate over the row type, so a task's own rows can exceed them by
+    chance), and the ``top`` most guessable column kinds (header, mean share, columns)."""
+    from fictionworld.tasks.guess import GAIN_LIMIT, GUESS_LIMIT
+
+    measured = [t for t in tasks if "guess_gain" in t.difficulty]
+    shares: list[float] = []
+    by_header: dict[str, list[float]] = {}
+    for t in measured:
+        heads = dict(zip(t.gold.columns, t.headers or t.gold.columns))
+        for name, v in t.guessability.items():
+            shares.append(v)
+            by_header.setdefault(heads.get(name, name), []).append(v)
+    worst = sorted(by_header.items(), key=lambda kv: (-float(np.mean(kv[1])), kv[0]))[:top]
+    return {
+        "tasks": len(measured),
+        "guess_gain": _summary([t.difficulty["guess_gain"] for t in measured]),
+        "gain_over_limit": sum(t.difficulty["guess_gain"] > GAIN_LIMIT for t in measured),
+        "gain_limit": GAIN_LIMIT,
+        "columns": len(shares),
+        "guessability": _summary(shares),
+        "over_limit": sum(v > GUESS_LIMIT for v in shares),
+        "limit": GUESS_LIMIT,
+        "most_guessable": [(h, float(np.mean(v)), len(v)) for h, v in worst],
+    }
+
+
 def task_stats(tasks) -> dict:
-    """Families, rows, columns, cells, hops and conditions of a task set."""
+    """Families, rows, columns, cells, hops, conditions and guessability of a task set."""
     rows = [len(t.gold.rows) for t in tasks]
     cols = [len(t.gold.columns) for t in tasks]
     return {
@@ -67,4 +99,5 @@ def task_stats(tasks) -> dict:
         "cells": _summary([r * c for r, c in zip(rows, cols)]),
         "hops": _summary([t.difficulty.get("hops", 0) for t in tasks]),
         "conditions": _summary([t.difficulty.get("conditions", t.difficulty.get("clues", 1)) for t in tasks]),
+        "guess": guess_stats(tasks),
     }

@@ -22,6 +22,7 @@ from fictionworld.tables import TYPE_CODE
 from fictionworld.tasks.clauses import header
 from fictionworld.tasks.families import BUILDERS, WIDE_FAMILIES, Draw, via_paths
 from fictionworld.tasks.grammar import candidate_columns, column_format, key_header, render_wide
+from fictionworld.tasks.guess import GAIN_LIMIT, GUESS_LIMIT, BaseRates
 from fictionworld.tasks.model import ColumnEval, Evaluation, GoldTable, RowProvenance, Task, norm_header
 from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.phrasing import ATTR_NOUN, TEMPORAL_CLAUSES
@@ -46,6 +47,8 @@ class TaskKnobs(BaseModel):
     selectivity: float = Field(1.0, gt=0, le=1)  # share of the discoverable group kept by filters (list)
     clues: int = Field(5, ge=1, le=8)  # most clues of a deep task
     families: tuple[str, ...] = WIDE_FAMILIES  # wide families drawn from, evenly (see tasks.families)
+    # Most item F1 that keys + base-rate guesses may earn over keys alone in a task (tasks.guess).
+    guess_gain: float = Field(GAIN_LIMIT, gt=0, le=1)
     preset: str | None = None  # the preset these knobs came from, written into each task
 
     @model_validator(mode="after")
@@ -247,9 +250,14 @@ class WideTaskGenerator:
         extra = [c for c in d.extra if c != "rank"]
         ranked = "rank" in d.extra
         used = {c.path for c in conds if c.attribute is None} | {(c.attribute,) for c in conds if not c.path}
+        through = _named_paths(conds)  # paths to an entity the question names: one value in every row
         pool = []
         for c in self.columns_for(row_type):
             if c.path in used and c.attribute is None or (not c.path and (c.attribute,) in used):
+                continue
+            if any(c.path[: len(p)] == p for p in through):
+                continue
+            if self.guessability(row_type, c) > GUESS_LIMIT:  # a base rate would answer too much of it
                 continue
             if all(x is not None for x in self.g.column(rows, c)):
                 pool.append(c)
@@ -273,10 +281,11 @@ class WideTaskGenerator:
                 pick[-1] = deep[int(r.integers(len(deep)))]
         cols = [Column(header=key_header(row_type))]
         for c in [*fixed, *pick]:
-            if c.aggregate is None:
-                c = c.model_copy(update={"format": column_format(row_type, c, year=bool(r.random() < 0.3))})
-                c = c.model_copy(update={"header": header(row_type, c)})
-            cols.append(c)
+            cols.append(self._written(row_type, c, year=bool(r.random() < 0.3)) if c.aggregate is None else c)
+        cols = self._within_budget(row_type, rows, cols, len(fixed), [c for c in pool if c not in pick])
+        if cols is None:
+            self._reject(f"{family}: base rates would answer too much")
+            return None
         if len({norm_header(c.header) for c in cols}) < len(cols):
             self._reject(f"{family}: two columns read alike")
             return None
@@ -309,8 +318,91 @@ class WideTaskGenerator:
             "conditions": float(len(conds) + sum(max(0, len(c.any_of) - 1) for c in conds)),
         }
         iid = f"fw-{w.world_hash[:8]}-wide-{self.seed}-{i:05d}"
-        return build_task(w, self.g, q, instance_id=iid, kind="wide", question=question, key_count=key_count, rng=r,
+        task = build_task(w, self.g, q, instance_id=iid, kind="wide", question=question, key_count=key_count, rng=r,
                           knobs=diff, family=family, preset=k.preset)  # fmt: skip
+        return self._measured(task)
+
+    # -- base rates ------------------------------------------------------------------------
+    @cached_property
+    def base_rates(self) -> BaseRates:
+        return BaseRates(self.g)
+
+    def guessability(self, row_type: str, c: Column, rows: int = 0) -> float:
+        """The share of a column's values over every entity of ``row_type`` that its best
+        single guess answers, under the most lenient way the column may be scored (a date
+        column as a date within a month, or as a year; ``rows``: a rank's table size)."""
+        if c.aggregate == "rank":
+            return 1.0 / max(1, rows)
+        fmts = [column_format(row_type, c)]
+        if fmts == ["date"]:
+            fmts.append("year")
+        out = 0.0
+        for f in fmts:
+            cf = c.model_copy(update={"format": f})
+            ev = column_eval(cf, row_type, key=False, pick=0.0)
+            out = max(out, self.base_rates.guess(row_type, cf, ev, f).share)
+        return out
+
+    def _written(self, row_type: str, c: Column, *, year: bool = False) -> Column:
+        c = c.model_copy(update={"format": column_format(row_type, c, year=year)})
+        return c.model_copy(update={"header": header(row_type, c)})
+
+    def share(self, row_type: str, c: Column, rows: np.ndarray) -> float:
+        """What a fixed guess earns on a column as written (its format; dates within a month):
+        the base rate over the row type; for a count, the share of the commonest count among
+        ``rows`` (the group the question names, which a policy may condition on: "albums
+        released" by music companies is rarely 0), which bounds any fixed guess; a rank 1/rows."""
+        if c.aggregate == "rank":
+            return 1.0 / max(1, len(rows))
+        if c.aggregate == "count":
+            values = [x.value for x in self.g.column(rows, c)]
+            return max(np.unique(values, return_counts=True)[1]) / len(values) if values else 0.0
+        ev = column_eval(c, row_type, key=False, pick=0.0)
+        return self.base_rates.guess(row_type, c, ev, c.format).share
+
+    def _within_budget(self, row_type, rows, cols, n_fixed, spare):
+        """``cols`` (the key, ``n_fixed`` fixed columns, then the drawn ones) with the drawn
+        columns a base rate answers most swapped for the unused ones it answers least (of the
+        same depth class when it can) until the task's expected gain from guessing (the value
+        columns' shares over the column count) is at most ``knobs.guess_gain``; None if it
+        cannot be."""
+        cols = list(cols)
+        share = {c: self.share(row_type, c, rows) for c in cols[1:]}
+        spare = [self._written(row_type, c) for c in spare]
+        share |= {c: self.share(row_type, c, rows) for c in spare}
+        spare.sort(key=lambda c: share[c])
+        budget = self.knobs.guess_gain * len(cols)
+        # An aggregate's counts are bounded by the family instead (tasks.families.family_aggregate):
+        # counts are small numbers, and few groups of a world spread them widely enough for this.
+        while sum(share[c] for c in cols[1:] if c.aggregate != "count") > budget + 1e-12:
+            drawn = range(1 + n_fixed, len(cols))
+            if not drawn:
+                return None
+            j = max(drawn, key=lambda j: (share[cols[j]], -j))
+            deep = len(cols[j].path) >= 2
+            better = [c for c in spare if share[c] < share[cols[j]]]
+            sub = next((c for c in better if (len(c.path) >= 2) == deep), better[0] if better else None)
+            if sub is None:
+                return None
+            spare.remove(sub)
+            cols[j] = sub
+        return cols
+
+    def _measured(self, task: Task) -> Task:
+        """``task`` with each value column's guessability (the share of its gold cells the
+        base-rate guess answers, with the column's own metric) and the task's ``guess_gain``."""
+        q, ev = task.graph_query, task.evaluation
+        keys = set(ev.unique_columns)
+        ans = evaluate(self.world, q, self.g)
+        shares = {}
+        for j, name in enumerate(task.gold.columns):
+            if name in keys:
+                continue
+            cells = [row[j] for row in ans.cells]
+            shares[name] = round(self.base_rates.share(q.type, q.columns[j], ev.eval_pipeline[name], cells), 6)
+        gain = sum(shares.values()) / max(1, len(task.gold.columns))
+        diff = task.difficulty | {"guess_gain": round(gain, 6)}
+        return task.model_copy(update={"guessability": shares, "difficulty": diff})
 
     def filter(self, r, row_type: str, rows: np.ndarray, want: int, avoid=()) -> Condition | None:
         """A condition keeping about ``want`` of ``rows``: an attribute range of the rows or of
@@ -346,6 +438,17 @@ class WideTaskGenerator:
                 lo, hi = _round_down(xs[j]), _round_up(xs[min(len(xs) - 1, j + want - 1)])
                 return Condition(path=c.path, attribute=c.attribute, lo=lo, hi=hi)
         return None
+
+
+def _named_paths(conds) -> set[tuple[Hop, ...]]:
+    """Paths along which a condition names the entity every row reaches."""
+    out = set()
+    for c in conds:
+        if c.any_of:
+            out |= _named_paths(c.any_of)
+        elif c.attribute is None and c.equals is not None and c.during is None and c.path:
+            out.add(c.path)
+    return out
 
 
 def _depth(c: Condition) -> int:

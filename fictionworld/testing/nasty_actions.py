@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from fictionworld.env.tools import MAX_QUERIES
 
-__all__ = ["Case", "NastyActions", "BAD_URLS", "NASTY_PIECES", "TOOL_NAMES"]
+__all__ = ["Case", "NastyActions", "BAD_URLS", "NASTY_PIECES", "TOOL_NAMES", "valid_arguments"]
 
 HUGE_INT = 10**5000  # has no repr (over 4,300 digits)
 BAD_URLS = (
@@ -119,10 +119,12 @@ class NastyActions:
             ("valid call", 10, self.valid_call),
             ("wrong field types", 14, self.wrong_types),
             ("bad arguments", 12, self.bad_arguments),
+            ("argument not named by a string", 2, self.unnamed_argument),
             ("content parts", 8, self.content_parts),
             ("bad URL", 8, self.bad_url),
             ("surrogate query", 5, self.surrogate_query),
             ("text tags", 10, self.text_tags),
+            ("reasoning only", 3, self.reasoning_only),
             ("broken <tool_call>", 7, self.broken_tool_call),
             ("unknown tool", 5, self.unknown_tool),
             ("huge string", 4, self.huge_string),
@@ -238,7 +240,7 @@ class NastyActions:
         if field == "name":
             return Case("wrong field types", {"name": wrong, "arguments": self.valid_args(name)}, not _tool_name(wrong))
         if field == "arguments":
-            return Case("wrong field types", {"name": name, "arguments": wrong}, not _valid_arguments(name, wrong))
+            return Case("wrong field types", {"name": name, "arguments": wrong}, not valid_arguments(name, wrong))
         if field == "function":  # junk never names a tool: no name, or an unknown one
             return Case(
                 "wrong field types",
@@ -275,6 +277,22 @@ class NastyActions:
         else:
             args["query"] = r.choice(("", "   ", "\t\n", "x" * 3_000))
         return Case("bad arguments", self.form(name, args), True)
+
+    def unnamed_argument(self) -> Case:
+        """A Python dict of arguments (never JSON text, whose names are strings) holding a name
+        that is no string, beside good arguments or junk: an error, whatever else it holds."""
+        r = self.rng
+        name = r.choice(TOOL_NAMES)
+        args = self.valid_args(name) if r.random() < 0.7 else {r.choice(("role", "query", "queries")): self.junk()}
+        args[r.choice((None, 1, 0.5, True, (1, "a"), b"k", frozenset()))] = self.junk()
+        roll = r.randrange(3)
+        if roll == 0:
+            return Case("argument not named by a string", {"name": name, "arguments": args}, True)
+        if roll == 1:
+            return Case("argument not named by a string", {"function": {"name": name, "arguments": args}}, True)
+        call = {"id": "u", "type": "function", "function": {"name": name, "arguments": args}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return Case("argument not named by a string", message, True)
 
     def content_parts(self) -> Case:
         """Assistant content as a list of parts, some with text that is not a string."""
@@ -336,6 +354,24 @@ class NastyActions:
             close = r.choice((f"</{tag}>", f"</{tag}>", "", "</search>", f"</{tag.upper()}>"))
             out.append(f"{self.text(2) if r.random() < 0.3 else ''}<{tag}>{inner}{close}")
         return Case("text tags", "".join(out))
+
+    def reasoning_only(self) -> Case:
+        """A reply that only thinks: calls, answers and gold tables inside a ``<think>`` block
+        (closed, left open, or closed with no opening: a template opened it). Never a call, never
+        the answer: an error."""
+        r = self.rng
+        header, gold = r.choice(self.tables)
+        table = "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                          + ["| " + " | ".join(row) + " |" for row in gold[:3]])  # fmt: skip
+        call = json.dumps({"name": "answer", "arguments": {"text": table}})
+        thoughts = (f"<answer>{table}</answer>", f"maybe {table}", f"<tool_call>{call}</tool_call>")
+        inner = "".join(r.choice((*thoughts, f"<search>{r.choice(self.names)}</search>", self.text(2)))
+                        for _ in range(r.randint(1, 3)))  # fmt: skip
+        tag = r.choice(("think", "thinking"))
+        shape = r.choice((f"<{tag}>{inner}</{tag}>", f"<{tag}>{inner}", f"{inner}</{tag}>"))
+        text = shape + r.choice(("", "\n\n", " "))
+        action = text if r.random() < 0.5 else {"role": "assistant", "content": text}
+        return Case("reasoning only", action, True)
 
     def broken_tool_call(self) -> Case:
         r = self.rng
@@ -436,17 +472,20 @@ def _wrong_type(v, kind: type):
     return 12345 if fits else v
 
 
-def _valid_arguments(name: str, args) -> bool:
-    """Whether ``args`` could be a good call of ``name``: an object (or its JSON) with the
-    required argument of the right type (whatever else is wrong is not predicted)."""
+def valid_arguments(name: str, args) -> bool:
+    """Whether ``args`` could be a good call of ``name``: an object (or its JSON) whose names are
+    strings, with the required argument of the right type (``web_search``: ``queries``, or one
+    ``query``); whatever else is wrong is not predicted."""
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
         except (ValueError, RecursionError):
             return False
-    if not isinstance(args, dict):
+    if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
         return False
     key, kind = REQUIRED[name]
+    if name == "web_search" and key not in args:  # AgentWorld's other form: one query
+        return isinstance(args.get("query"), str)
     return isinstance(args.get(key), kind) or (kind is list and isinstance(args.get(key), str))
 
 
@@ -470,7 +509,7 @@ def _bad_json_call(body: str) -> bool:
         return True
     fn = v.get("function", v)
     return not (
-        isinstance(fn, dict) and _tool_name(fn.get("name")) and _valid_arguments(fn["name"], fn.get("arguments", {}))
+        isinstance(fn, dict) and _tool_name(fn.get("name")) and valid_arguments(fn["name"], fn.get("arguments", {}))
     )
 
 

@@ -68,7 +68,7 @@ ATTRIBUTE_SENTENCES: dict[str, tuple[str, ...]] = {
     "start_date": ("{s} began on {v}.", "{s} opened on {v}.", "The start date of {s} was {v}."),
     "end_date": ("{s} ended on {v}.", "{s} closed on {v}.", "The end date of {s} was {v}."),
     "attendance": ("{s} drew {v} attendees.", "The attendance at {s} was {v}.", "{v} people attended {s}."),
-    "sport": ("{s} competes in {v}.", "{s} is a {v} team.", "The sport of {s} is {v}."),
+    "sport": ("{s} competes in {v}.", "{s} is {a} {v} team.", "The sport of {s} is {v}."),
     "stadium_capacity": (
         "The home ground of {s} holds {v} spectators.",
         "{s} plays in a stadium with {v} seats.",

@@ -51,7 +51,7 @@ __all__ = [
     "plain_text",
 ]
 
-RENDERER = "template-v1"
+RENDERER = "template-v2"  # v2: "an ice hockey team" (the article before a sport)
 DIRECTORY = ("Open Registry", "https://www.openregistry.info/list/")
 
 _COUNT_LIKE = {"population", "employees", "students", "attendance", "stadium_capacity"}

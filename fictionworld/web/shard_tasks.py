@@ -26,6 +26,7 @@ __all__ = [
     "sealed_intact",
     "seal_file",
     "make_graph",
+    "graph_progress",
     "write_graph",
     "render_shard",
     "index_shard",
@@ -108,7 +109,13 @@ def tidy(fn, *args):
 
 
 def make_graph(
-    spec: dict, seed: int, graph: str, store: str, where: tuple = ("local", 1), lexicon: str | None = None
+    spec: dict,
+    seed: int,
+    graph: str,
+    store: str,
+    where: tuple = ("local", 1),
+    lexicon: str | None = None,
+    progress: str | None = None,
 ) -> dict:
     """Generate the world into ``graph`` and write its render store to ``store``, in a process
     of its own. No process holds the whole world: the generators' block tasks spool what they
@@ -122,13 +129,18 @@ def make_graph(
     With ``lexicon`` (a directory) and workers beside this process, this process writes the
     lexicon's first part there (as :func:`build_lexicon`, sealed) once the hash is taken: it
     would otherwise only wait for the store's fact half, which ends after the hash (5.7 s at
-    1M entities, 63.7 s at 10M), while the lexicon took a worker from the first renderers."""
+    1M entities, 63.7 s at 10M), while the lexicon took a worker from the first renderers.
+
+    With ``progress`` (a file), the stage it is at is kept there for the driver to show
+    (:func:`graph_progress`): ``{"stage", "done", "total"}``, a step per round of block tasks,
+    one for writing the graph and one for sealing the render store."""
     from fictionworld.spec import WorldSpec
     from fictionworld.web.store_stream import seal_store, write_store_entities, write_store_facts
     from fictionworld.world import World
     from generators.streamed import write_graph_files
 
     world_spec = WorldSpec.model_validate(spec)
+    report = _GraphProgress(progress, world_spec)
     store = Path(store)
     tmp = store.with_name(store.name + ".tmp")
     for d in (store, tmp):
@@ -160,12 +172,52 @@ def make_graph(
         return lambda: [tasks.result(f) for f in futures]
 
     try:
-        times = write_graph_files(world_spec, int(seed), graph, tasks=tasks, beside=store_beside)
+        times = write_graph_files(world_spec, int(seed), graph, tasks=tasks, beside=store_beside, progress=report.step)
     finally:
         tasks.stop()
+    report.step("sealing the render store")
     seal_store(graph, tmp)
     os.replace(tmp, store)
     return {**times, **lexicon_times, "save_s": times["write_s"] + times["hash_s"], "graph_peak_rss": _peak_rss()}
+
+
+class _GraphProgress:
+    """Where :func:`make_graph` is, kept in a file the driver reads (:func:`graph_progress`):
+    a step per round of the generators' block tasks, one for writing the graph, one for
+    sealing the render store."""
+
+    def __init__(self, path: str | None, world_spec):
+        from generators import plan
+        from generators.blocks import waves
+
+        counts = world_spec.counts()
+        self.path, self.done = (Path(path) if path else None), 0
+        self.total = len(waves(plan(counts), counts)) + 2
+
+    def step(self, stage: str) -> None:
+        """A step begins: a round of generators (their ids), ``write``, or what make_graph says."""
+        if self.path is None:
+            return
+        from fictionworld.web.index_files import write_json
+
+        if stage == "write":
+            stage = "writing the graph"
+        elif self.done < self.total - 2:
+            stage = f"generating: {stage}"
+        write_json(self.path, {"stage": stage, "done": self.done, "total": self.total})
+        self.done += 1
+
+
+def graph_progress(path: str | Path) -> tuple[str, int, int] | None:
+    """(stage, steps done, steps in all) of the graph stage that writes ``path``, or None while
+    it has written nothing there (or what it wrote cannot be read)."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+        return str(data["stage"]), int(data["done"]), int(data["total"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def write_graph(world, graph: str | Path, store: str | Path) -> None:

@@ -34,6 +34,7 @@ from fictionworld.web.shard_tasks import (
     _RENDERERS,
     _WORLDS,
     build_lexicon,
+    graph_progress,
     index_shard,
     make_graph,
     render_shard,
@@ -46,6 +47,7 @@ from fictionworld.web.store import RenderStore
 __all__ = ["build_world", "BuildError", "plan_shards", "BUILD_DIR"]
 
 BUILD_DIR = ".building"
+GRAPH_PROGRESS = "graph.progress.json"  # where the graph stage says how far it is
 CHECK_LIMIT = 20  # violations the build lists per kind
 PLAN_FORMAT = "fictionworld-build/1"
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -138,7 +140,16 @@ def build_world(
         where = ("ray",) if use_ray else ("local", workers)
         # (the lexicon's first part: the graph stage writes it when workers run beside it)
         lexicon = None if _lexicon_done(build) else str(build / "lexicon")
-        times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store), where, lexicon))
+        steps = build / GRAPH_PROGRESS  # (the graph stage runs in a process of its own: it says where it is there)
+        steps.unlink(missing_ok=True)
+
+        def poll() -> None:
+            if (at := graph_progress(steps)) is not None:
+                say(f"graph: {at[0]}", at[1], at[2])
+
+        times.update(runner.alone(make_graph, want["spec"], want["seed"], str(graph), str(store), where, lexicon,
+                                  str(steps), poll=poll))  # fmt: skip
+        steps.unlink(missing_ok=True)
     world = None
     if plan is None:
         blocks = RenderStore.open(store).blocks
@@ -316,6 +327,9 @@ def _run(runner, plan: dict, build: Path, graph: Path, validate: bool, say: Prog
                         page_join.start_when_ready(len(counts) == len(shards))
                 page_join.wait()
                 break
+            except KeyboardInterrupt:  # Ctrl-C: the workers are killed, not waited for; a rerun resumes
+                runner.stop(now=True)
+                raise
             except BrokenProcessPool:
                 page_join.wait()  # no thread of this process running while the next pool is forked
                 if attempt == POOL_RESTARTS:
