@@ -165,12 +165,7 @@ def test_over_streamable_http(saved_world, service, query):
 
         anyio.run(main)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr.read()
 
 

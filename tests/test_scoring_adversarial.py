@@ -545,6 +545,27 @@ class _Modes:
         others = Counter(v for e, v in self.cells[_column_kind(task, j)] if e not in mine)
         return min(others.items(), key=lambda kv: (-kv[1], kv[0]))[0] if others else ""
 
+    def question_mode(self, task, j: int) -> str:
+        """What a policy that reads the question's pattern answers: for a column through an entity
+        on a condition's path ("companies headquartered in a city in T": T's largest city), or one
+        whose rows are mostly one value ("people born in Z": Z's country), the commonest value of
+        the rows the question selects (counted here, not with the generator's rule); else the
+        world's."""
+        from collections import Counter
+
+        c, conds = task.graph_query.columns[j], list(task.graph_query.conditions)
+        paths = set()
+        while conds:
+            x = conds.pop()
+            conds += list(x.any_of)
+            paths |= {x.path[:n] for n in range(1, len(x.path) + 1)}
+        own = Counter(r[j] for r in task.gold.rows)
+        top, n = min(own.items(), key=lambda kv: (-kv[1], kv[0]))
+        rows = len(task.gold.rows)
+        if c.aggregate is None and (any(c.path[: len(p)] == p for p in paths) or (rows >= 10 and n >= rows / 2)):
+            return top
+        return self.world_mode(task, j)
+
 
 def _fill(task, rows, values: list[str]) -> list[list[str]]:
     """``rows`` with every value (non-key) cell of column ``j`` replaced by ``values[j]``."""
@@ -556,53 +577,99 @@ def _each(task, value) -> list[str]:
     return [value(task, j) for j in range(len(task.gold.columns))]
 
 
-def test_keys_and_base_rate_guesses_earn_at_most_keys_plus_002_in_every_family_and_preset(world, by_preset):
-    """Acceptance (issue 74): every key plus each column's most common value (the world's, the
-    task generator's best guess, or the one learnt from the other tasks) earns on average no
-    more than the keys alone + 0.02 item F1, in every family of every preset."""
+def _guessing_pays_little(world, preset: str, tasks) -> None:
+    """Every key plus each column's most common value (the world's, the task generator's best
+    guess, the one learnt from the other tasks, or the one the question's pattern predicts)
+    earns on average no more than the keys alone + 0.02 item F1, in every family of ``tasks``."""
     from collections import defaultdict
 
     from fictionworld.tasks.wide import WideTaskGenerator
 
+    modes, rates = _Modes(world, tasks), WideTaskGenerator(world).base_rates
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for t in tasks:
+        ev, q = t.evaluation.eval_pipeline, t.graph_query
+        best = [rates.guess(q.type, q.columns[j], ev[c]).text for j, c in enumerate(t.gold.columns)]
+        d = per[t.family]
+        for how, values in (("keys", [""] * len(best)), ("world", _each(t, modes.world_mode)),
+                            ("learnt", _each(t, modes.learnt_mode)), ("best", best),
+                            ("question", _each(t, modes.question_mode))):  # fmt: skip
+            d[how].append(score(_answer(t, _fill(t, t.gold.rows, values)), t).f1_by_item)
+    for fam, d in per.items():
+        keys = float(np.mean(d["keys"]))
+        for how in ("world", "learnt", "best", "question"):
+            assert float(np.mean(d[how])) <= keys + 0.02, (preset, fam, how, np.mean(d[how]), keys)
+
+
+def test_keys_and_base_rate_guesses_earn_at_most_keys_plus_002_in_every_family_and_preset(world, by_preset):
+    """Acceptance (issue 74), on the presets the session world holds (bigger ones: below)."""
     for preset, tasks in by_preset.items():
-        modes, rates = _Modes(world, tasks), WideTaskGenerator(world).base_rates
-        per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for t in tasks:
-            ev, q = t.evaluation.eval_pipeline, t.graph_query
-            best = [rates.guess(q.type, q.columns[j], ev[c]).text for j, c in enumerate(t.gold.columns)]
-            d = per[t.family]
-            for how, values in (("keys", [""] * len(best)), ("world", _each(t, modes.world_mode)),
-                                ("learnt", _each(t, modes.learnt_mode)), ("best", best)):  # fmt: skip
-                d[how].append(score(_answer(t, _fill(t, t.gold.rows, values)), t).f1_by_item)
-        assert len(per) >= 5, (preset, sorted(per))
-        for fam, d in per.items():
-            keys = float(np.mean(d["keys"]))
-            for how in ("world", "learnt", "best"):
-                assert float(np.mean(d[how])) <= keys + 0.02, (preset, fam, how, np.mean(d[how]), keys)
+        assert len({t.family for t in tasks}) >= 5, (preset, sorted({t.family for t in tasks}))
+        _guessing_pays_little(world, preset, tasks)
+
+
+@pytest.mark.big
+@pytest.mark.parametrize("preset", ["medium", "widesearch"])
+def test_keys_and_guesses_earn_at_most_keys_plus_002_at_scale(preset):
+    """Acceptance (issue 74) at the bigger presets, on a world of the size each is made for,
+    with 8 tasks of every family the world holds there (a via task's columns through the cities
+    of a named country, an aggregate's counts: guessable from the question, not from the row
+    type's base rate)."""
+    import fictionworld as fw
+    from fictionworld.tasks.families import WIDE_FAMILIES
+    from fictionworld.tasks.generate import TaskGenerationError
+    from fictionworld.tasks.presets import WORLD_ENTITIES, preset_knobs
+
+    big = fw.generate(seed=1, entities=WORLD_ENTITIES[preset])
+    tasks, missing = [], []
+    for fam in WIDE_FAMILIES:
+        try:
+            tasks += generate_tasks(big, 8, seed=3, knobs=preset_knobs(preset, families=(fam,)))
+        except TaskGenerationError:  # the world holds too few groups of this family at this width
+            missing.append(fam)
+    # aggregate: the default world's big groups share a common count (a team's number of players),
+    # too guessable for any table the preset draws; the other six families come at both presets
+    assert set(missing) <= {"aggregate"} and len({t.family for t in tasks}) == len(WIDE_FAMILIES) - len(missing)
+    _guessing_pays_little(big, preset, tasks)
+
+
+def _paid(task, j: int, guess: str) -> float:
+    """The items ``guess`` earns written in every cell of column ``j`` (the others gold)."""
+    n, c = len(task.gold.rows), len(task.gold.columns)
+    rows = [[guess if k == j else x for k, x in enumerate(r)] for r in task.gold.rows]
+    return score(_answer(task, rows), task).recall_by_item * n * c - n * (c - 1)
 
 
 def test_the_recorded_guessability_is_what_the_scorer_pays(world, by_preset):
-    """A task's guessability of a column is the share of its cells the base-rate guess answers
-    under the strict scorer: the guess written in that column alone earns exactly those items,
-    and guess_gain is the item F1 that keys + every guess earn over the keys alone."""
+    """A task's guessability of a column is the share of its cells a fixed guess answers under
+    the strict scorer: the base-rate guess's, or where the question predicts more (a column
+    through an entity on a condition's path, a count of the group, a column mostly one value)
+    the best single answer's on the task's cells: that guess written in that column alone earns
+    exactly those items, and guess_gain is the item F1 that keys + every guess earn over the
+    keys alone."""
+    from fictionworld.tasks.guess import best_answer
+    from fictionworld.tasks.query import GraphIndex, evaluate
     from fictionworld.tasks.wide import WideTaskGenerator
 
-    checked, rates = 0, WideTaskGenerator(world).base_rates
+    checked, rates, g = 0, WideTaskGenerator(world).base_rates, GraphIndex(world)
     for tasks in by_preset.values():
         for t in tasks:
             n, c = len(t.gold.rows), len(t.gold.columns)
             ev, q = t.evaluation.eval_pipeline, t.graph_query
             assert set(t.guessability) == set(t.gold.columns) - set(t.evaluation.unique_columns)
+            ans = evaluate(world, q, g)
             for j, name in enumerate(t.gold.columns):
                 if name not in t.guessability:
                     continue
-                guess = rates.guess(q.type, q.columns[j], ev[name]).text if q.columns[j].aggregate != "rank" else "1"
-                rows = [list(r) for r in t.gold.rows]
-                for r in rows:
-                    r[j] = guess
-                s = score(_answer(t, rows), t)
-                paid = s.recall_by_item * n * c - n * (c - 1)
-                assert paid == pytest.approx(t.guessability[name] * n, abs=1e-5 * n), (t.instance_id, name)
+                col = q.columns[j]
+                base = _paid(t, j, rates.guess(q.type, col, ev[name]).text if col.aggregate != "rank" else "1")
+                best = _paid(t, j, best_answer(col, ev[name], [r[j] for r in ans.cells]).text)
+                want, tol = t.guessability[name] * n, 1e-5 * n
+                assert base <= best + tol and base <= want + tol, (t.instance_id, name)
+                assert want == pytest.approx(base, abs=tol) or want == pytest.approx(best, abs=tol), (
+                    t.instance_id,
+                    name,
+                )
                 checked += 1
             keys_only = score(_answer(t, _fill(t, t.gold.rows, [""] * c)), t).f1_by_item
             assert t.difficulty["guess_gain"] == pytest.approx(sum(t.guessability.values()) / c, abs=1e-5)

@@ -347,8 +347,9 @@ def test_a_directory_result_counts_its_entries_and_shows_the_first_three(world, 
     and its first lines read alone (``PageTable.head``; a saved page decompressed only that
     far); both say what the whole text does."""
     from fictionworld.web import Hit
-    from fictionworld.web.model import _LINK, MASK, directory_snippet
+    from fictionworld.web.model import MASK, directory_snippet
     from fictionworld.web.pages import PAGE_KINDS
+    from fictionworld.web.text import LINK
 
     web = fw.World.load(saved_world).web if saved else world.web
     pages = web.pages
@@ -357,7 +358,7 @@ def test_a_directory_result_counts_its_entries_and_shows_the_first_three(world, 
     results = web.model.render_results(web, "directory", [Hit(int(r), 1.0) for r in lists], web.knobs)
     for row, result in zip(lists.tolist(), results):
         text = pages.text(row)
-        names = _LINK.findall(text)
+        names = LINK.findall(text)
         assert len(names) == len(text.splitlines()) == pages.entries(row)
         want = f"A directory of {len(names)} entries, including {', '.join(n for n, _ in names[:3])}"
         want += f" {MASK}" if len(names) > 3 else "."

@@ -609,3 +609,35 @@ def test_session_table_is_shared_by_forked_workers_and_survives_a_killed_holder(
     table.next_call(8)  # a full table forgets the least recently used session (7)
     assert len(table) == 4 and table.next_call(7) == 0
     assert table.forget(7) and not table.forget(99)
+
+
+def test_one_slow_query_stops_at_the_requests_deadline_inside_the_query(service, monkeypatch):
+    """``retrieve`` passes its deadline into each query: one query of many unknown words whose
+    corrections pass it is refused 504 saying so, where before the deadline was checked between
+    queries only and one query ran all its words (here 1.5 s or more for a 0.3 s limit)."""
+    from fictionworld.env.service import Deadline, RequestError
+    from fictionworld.web.speller import Speller
+
+    spellings = Speller.spellings  # each unknown word's spellings take 50 ms more: 30 words, 1.5 s at least
+    monkeypatch.setattr(Speller, "spellings", lambda self, *a, **kw: (time.sleep(0.05), spellings(self, *a, **kw))[1])
+    query = made_up_queries(1, 30, seed=4)
+    t0 = time.monotonic()
+    with pytest.raises(RequestError) as e:
+        service.retrieve(query, 3, False, Deadline(0.3))
+    assert e.value.status == 504 and "took over its time limit of 0.3 s" in str(e.value)
+    assert time.monotonic() - t0 < 2.5
+
+
+def test_one_query_of_many_unknown_words_stops_at_max_work_live(saved_world):
+    """Live: one /retrieve query of 111 made-up words (1,000 characters, the longest a query
+    may be), each corrected, is answered 504 naming --max-work soon after the cap passes: the
+    cap is checked between the query's words. Before, it was checked between queries only, so
+    a batch of one query ran all its words and was answered 200 whatever the cap."""
+    query = made_up_queries(1, 111, seed=6)
+    assert len(query[0]) <= 1000
+    with running(saved_world, "--workers", "1", "--max-work", "0.002", "--timeout", "300") as s:
+        t0 = time.monotonic()
+        r = httpx.post(s.url + "/retrieve", json={"queries": query}, timeout=300)
+        took = time.monotonic() - t0
+        assert r.status_code == 504 and "the 0.002 s of search work one request may use" in r.json()["error"], r.text
+        assert took < 30  # generous: the cap plus one word's correction (under 1 ms here) and the round trip

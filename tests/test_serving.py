@@ -468,7 +468,7 @@ import fictionworld as fw
 from fictionworld.web.speller import Speller
 calls = []
 scored = Speller._scored  # (what correct and spellings both ask)
-Speller._scored = lambda self, w, limit: calls.append(w) or scored(self, w, limit)
+Speller._scored = lambda self, w, limit, *rest: calls.append(w) or scored(self, w, limit, *rest)
 world = fw.World.load({str(saved_world)!r}, verify="files")
 names = world.web.lexicon.names
 for i in range(0, len(names), max(1, len(names) // 40)):

@@ -9,7 +9,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 from web_helpers import states
@@ -175,11 +175,58 @@ def test_sorted_sets_are_sorted_set_of_each_list(lists):
 
 @settings(max_examples=examples(400))
 @given(st.text(alphabet=st.sampled_from(list("[]()*#ab \n\\Ō–")), max_size=40))
+@example("[a](()")  # not a link since targets may hold balanced "(…)" (it was under "[^)]*")
+@example("[a](x_(y)) [b](()z)")
 def test_plain_text_is_the_link_substitution_it_replaced(markdown):
     """plain_text joins the split on links; the rule it stands for is the substitution of each
-    link by its text, then emphasis and headings dropped."""
+    link by its text (a target: characters and balanced "(…)" groups), then emphasis and
+    headings dropped."""
     from fictionworld.web.render import plain_text
 
-    link = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+    link = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)")
     want = link.sub(lambda m: m.group(1), markdown).replace("**", "").replace("#", "")
     assert plain_text(markdown) == want
+
+
+_NAMES = st.text(st.sampled_from("abcxyzÅé '"), min_size=1, max_size=12).filter(lambda s: any(map(str.isalpha, s)))
+_PLAIN_PROSE = st.text(st.sampled_from("abc xyz,;"), max_size=20)  # no stop, digit or parenthesis
+
+
+@st.composite
+def _linked_prose(draw) -> tuple[str, list[str], list[str]]:
+    """One sentence of prose and links whose targets hold balanced parentheses (namesakes'
+    article URLs, ``Lira_(film)``); with the links' names and targets."""
+    md, names, urls = "", [], []
+    for _ in range(draw(st.integers(1, 4))):
+        name = draw(_NAMES)
+        slug = draw(st.from_regex(r"[A-Za-z_%0-9]{1,10}", fullmatch=True))
+        parts = draw(st.lists(st.from_regex(r"[A-Za-z_0-9]{0,8}", fullmatch=True), min_size=1, max_size=3))
+        url = "https://en.fictopedia.org/wiki/" + slug + "".join(f"_({p})" for p in parts)
+        md += draw(_PLAIN_PROSE) + f"[{name}]({url})"
+        names.append(name)
+        urls.append(url)
+    return md + draw(_PLAIN_PROSE), names, urls
+
+
+@settings(max_examples=examples(500))
+@given(_linked_prose())
+def test_snippets_and_directory_lines_read_link_targets_with_parentheses_whole(case):
+    """A search snippet teases a linked name the query does not name ("…") and keeps one it
+    names, and either way drops the whole target: before, the world model's own link pattern
+    stopped at the target's first ")" and left "…)" or "Lira)" in the snippet. A directory
+    line's link gives back its whole URL (what a directory page's entities are looked up by)."""
+    from fictionworld.web.model import MASK, make_snippet
+
+    md, names, urls = case
+    teased = make_snippet(md, "qqqqq", leak=False)
+    assert "(" not in teased and ")" not in teased and "wiki" not in teased, teased
+    assert teased.count(MASK) == len(names)
+    named = make_snippet(md, " ".join(names), leak=False)
+    assert "(" not in named and ")" not in named and MASK not in named, named
+    for name in names:
+        assert " ".join(name.split()) in named
+    from fictionworld.web.text import LINK  # the one link rule, the model's and plain_text's
+
+    for name, url in zip(names, urls):
+        assert LINK.sub(r"\2", f"- [{name}]({url})")[2:] == url
+        assert [m.groups() for m in LINK.finditer(f"- [{name}]({url})")] == [(name, url)]

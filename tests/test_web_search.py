@@ -339,3 +339,45 @@ def test_the_kept_results_are_bounded_and_an_llm_world_models_pages_never_kept(w
     for q in names[:5] * 2:
         web.search(q, k=10)
     assert len(asked) == 10 and not web.kept.pages
+
+
+def _made_up(n: int, seed: int) -> str:
+    """A query of ``n`` made-up 8-letter words: none in the world, each corrected."""
+    rng = np.random.default_rng(seed)
+    return " ".join(
+        "".join(rng.choice(list("bcdfgklmnprstvz")) + rng.choice(list("aeiou")) for _ in range(4)) for _ in range(n)
+    )
+
+
+def test_a_deadline_stops_one_query_between_its_words_and_none_changes_nothing(world, monkeypatch):
+    """A search given a deadline (``time.monotonic()``) checks it between the query's words:
+    one query of many unknown words, each corrected, stops inside the query once it passes,
+    with DeadlinePassed and no hits (before, only a batch's queries were checked, so one query
+    ran its words to the end). No deadline, or one far off, gives the same results as ever."""
+    import time
+
+    from fictionworld.web.speller import DeadlinePassed, Speller
+
+    web = Web.build(world)
+    web.kept.limit = 0
+    query = _made_up(30, seed=5)
+    plain = [r.url for r in web.search(query, k=5)]
+    assert plain == [r.url for r in web.search(query, k=5, deadline=time.monotonic() + 600)]
+    assert [h.page for h in web.hits("robotics company", 5)] == [
+        h.page for h in web.hits("robotics company", 5, deadline=time.monotonic() + 600)
+    ]
+    with pytest.raises(DeadlinePassed):
+        web.search(query, k=5, deadline=time.monotonic() - 1)
+    pools, spellings = [], Speller.spellings
+
+    def slow(self, word, *args, **kwargs):  # each word's spellings take 50 ms more: 30 words, 1.5 s at least
+        pools.append(word)
+        time.sleep(0.05)
+        return spellings(self, word, *args, **kwargs)
+
+    monkeypatch.setattr(Speller, "spellings", slow)
+    t0 = time.monotonic()
+    with pytest.raises(DeadlinePassed):
+        web.hits(query, 5, deadline=t0 + 0.3)
+    assert 1 <= len(pools) <= 8 < len(query.split()), pools  # stopped inside the query, at the deadline
+    assert time.monotonic() - t0 < 2.5

@@ -84,7 +84,7 @@ def serve(
     max_work: Annotated[
         float,
         typer.Option(
-            help="Seconds of search work one request may use (checked between the queries of a batch; 504 beyond).",
+            help="Seconds of search work one request may use (checked between queries and their words; 504 beyond).",
             min=0.001,
             max=3600,
         ),

@@ -44,6 +44,7 @@ from fictionworld.knobs import Knobs
 from fictionworld.seeding import hash_text, mix64_int
 from fictionworld.web import Web, WebError, WebSession
 from fictionworld.web.pages import Page, SearchResult
+from fictionworld.web.speller import DeadlinePassed
 from fictionworld.web.text import plain_text
 from fictionworld.web.web import MAX_QUERY_CHARS
 
@@ -100,7 +101,7 @@ class Limits(BaseModel):
     passage_chars: int = Field(2_000, ge=100)
     # The HTTP server's (fictionworld.integrations.http and .server; Ray Serve's proxy has its own
     # connection limits, its replicas apply the rest):
-    max_work_s: float = Field(10.0, gt=0)  # search work one request may use, checked between queries (504)
+    max_work_s: float = Field(10.0, gt=0)  # search work one request may use, checked between queries and words (504)
     search_threads: int = Field(4, ge=1)  # threads a worker searches on: its event loop stays free
     body_timeout_s: float = Field(10.0, gt=0)  # a request's body must arrive within this of its headers (408)
     header_timeout_s: float = Field(10.0, gt=0)  # a connection's request headers must arrive within this (408)
@@ -317,16 +318,20 @@ class WorldService:
         for q in queries:
             if deadline is not None:
                 deadline.check()
-            out.append(self._passages(q, topk, return_scores, knobs))
+            out.append(self._passages(q, topk, return_scores, knobs, deadline))
         return out
 
-    def _passages(self, query: str, topk: int, return_scores: bool, knobs: Knobs) -> list[dict]:
+    def _passages(self, query: str, topk: int, return_scores: bool, knobs: Knobs,
+                  deadline: Deadline | None = None) -> list[dict]:  # fmt: skip
         if not query.strip():
             return []
-        try:
-            hits = self.web.hits(query, topk, self.knobs)
+        try:  # the deadline is checked inside the query too: one query of many unknown words stops at it
+            hits = self.web.hits(query, topk, self.knobs, deadline.end if deadline is not None else None)
         except WebError:  # a lone surrogate: nothing can match it
             return []
+        except DeadlinePassed:
+            deadline.check()  # past its end: the request's 504, saying which limit
+            raise
         out = []
         for h in hits:
             page = self.web.model.render_page(self.web, h.page, 1, knobs)

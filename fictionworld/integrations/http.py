@@ -20,7 +20,7 @@ towards ``max_in_flight``, and its time limit starts, once its body has arrived:
 send part of a body hold no place. Searches and pages are made on a bounded pool of threads
 (``search_threads``), never on the event loop, so ``/health`` and the reading of other requests
 go on while a batch of slow queries (unknown words, each corrected) is answered; a batch checks
-its ``max_work_s`` between queries and stops there.
+its ``max_work_s`` between queries and between the words of each, and stops there.
 """
 
 from __future__ import annotations
@@ -275,7 +275,8 @@ def _replay(body: bytes, receive):
 
 class _WorkBudget(Deadline):
     """The request's deadline, or the end of its share of search work (``max_work_s`` from when
-    a thread took it up), whichever comes first; checked between queries."""
+    a thread took it up), whichever comes first; checked between queries, and inside each (its
+    ``end`` passed down to the search, checked between the query's words)."""
 
     def __init__(self, request: Deadline, work_s: float):
         self.request, self.work_s, self.seconds = request, work_s, request.seconds

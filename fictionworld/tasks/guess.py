@@ -10,8 +10,18 @@ gold cells with the column's metric (numbers within their tolerance, dates withi
 :data:`GUESS_LIMIT` and a task's expected gain at most :data:`GAIN_LIMIT` (``TaskKnobs.guess_gain``):
 the item F1 that "every key plus each column's best guess" earns over "every key, nothing else",
 which is the sum of the value columns' guessability over the column count. A rank column's
-guessability is 1 / rows ("1" answers one row); an aggregate's counts are bounded by the share
-of the commonest count in the task's group (:func:`~fictionworld.tasks.families.family_aggregate`).
+guessability is 1 / rows ("1" answers one row); a count's is the share of the commonest count
+in the task's group (a policy may condition on the group the question names), and both count in
+a task's budget: a table too narrow to hold them is not drawn.
+
+A question tells more than the row type. Where a column runs through an entity on the way to
+the one the question names ("companies headquartered in a city in T": the headquarters city),
+the rows share few such entities, and a policy that knows the pattern ("most companies of T are
+in its largest city") answers the commonest of them; and where a column of a task is mostly one
+value (at least :data:`DOMINANT_SHARE` of :data:`DOMINANT_ROWS` rows or more: "people born in Z"
+are mostly citizens of Z's country), the question predicts it whatever the base rate. There a
+column's guessability is the best any single answer does on the task's own gold cells
+(:func:`best_answer`), which no policy, however it conditions on the question, beats.
 """
 
 from __future__ import annotations
@@ -27,10 +37,12 @@ from fictionworld.tables import TYPE_CODE
 from fictionworld.tasks.model import ColumnEval
 from fictionworld.tasks.query import Cell, Column, GraphIndex, gold_text
 
-__all__ = ["GUESS_LIMIT", "GAIN_LIMIT", "Guess", "BaseRates", "rule"]
+__all__ = ["GUESS_LIMIT", "GAIN_LIMIT", "DOMINANT_SHARE", "DOMINANT_ROWS", "Guess", "BaseRates", "best_answer", "rule"]
 
 GUESS_LIMIT = 0.2  # most base-rate share of a drawn value column
 GAIN_LIMIT = 0.015  # most expected item-F1 gain of keys + best guesses over keys alone, per task
+DOMINANT_SHARE = 0.5  # a task's column mostly one value: the question predicts it (see above)
+DOMINANT_ROWS = 10  # ... in tables of this many rows or more (fewer: one value twice is chance)
 
 DATE_NEAR_DAYS = 31  # the strict scorer's date_near tolerance
 
@@ -120,6 +132,25 @@ def _written(kind: str, guess, cells: list[Cell], values: list, fmt: str) -> tup
     return text, float(text)
 
 
+def best_answer(col: Column, ev: ColumnEval, cells: list[Cell], fmt: str | None = None) -> Guess:
+    """The single answer that matches the most of ``cells`` (a task's gold cells of ``col``,
+    written as ``fmt``) under the column's metric, and the share of them it matches: what the
+    best fixed answer earns on them, however a policy came by it."""
+    if not cells:
+        return Guess(None, 0.0, "")
+    fmt = fmt or col.format
+    if col.aggregate == "rank":
+        return Guess(1.0, 1.0 / len(cells), "1")
+    kind, tol = rule(ev, fmt)
+    values = [_value(c, kind) for c in cells]
+    keep = [(c, v) for c, v in zip(cells, values) if v is not None]
+    if not keep:
+        return Guess(None, 0.0, "")
+    value, _n = best_guess(kind, tol, [v for _, v in keep])
+    text, value = _written(kind, value, [c for c, _ in keep], [v for _, v in keep], fmt)
+    return Guess(value, _answered(kind, tol, value, [v for _, v in keep]) / len(cells), text)
+
+
 class BaseRates:
     """Best single guesses of columns over every entity of a row type, cached per column."""
 
@@ -150,9 +181,13 @@ class BaseRates:
                 self._cache[key] = Guess(value, share, text)
         return self._cache[key]
 
-    def share(self, row_type: str, col: Column, ev: ColumnEval, cells: list[Cell], fmt: str | None = None) -> float:
+    def share(self, row_type: str, col: Column, ev: ColumnEval, cells: list[Cell], fmt: str | None = None,
+              *, through: bool = False) -> float:  # fmt: skip
         """Guessability of ``col`` in a task: the share of its gold ``cells`` the base-rate
-        guess answers (a rank column: 1 / rows, since ranks differ)."""
+        guess answers (a rank column: 1 / rows, since ranks differ); the best single answer's
+        share (:func:`best_answer`) where that is larger and the question predicts it: the
+        column runs ``through`` an entity on a condition's path, or its cells are mostly one
+        value (:data:`DOMINANT_SHARE` of :data:`DOMINANT_ROWS` rows or more)."""
         if not cells:
             return 0.0
         fmt = fmt or col.format
@@ -161,4 +196,8 @@ class BaseRates:
         kind, tol = rule(ev, fmt)
         g = self.guess(row_type, col, ev, fmt)
         values = [_value(c, kind) for c in cells]
-        return _answered(kind, tol, g.value, [v for v in values if v is not None]) / len(cells)
+        base = _answered(kind, tol, g.value, [v for v in values if v is not None]) / len(cells)
+        own = best_answer(col, ev, cells, fmt).share
+        if through or (len(cells) >= DOMINANT_ROWS and own >= DOMINANT_SHARE):
+            return max(base, own)
+        return base

@@ -22,14 +22,14 @@ from fictionworld.tables import TYPE_CODE
 from fictionworld.tasks.clauses import header
 from fictionworld.tasks.families import BUILDERS, WIDE_FAMILIES, Draw, via_paths
 from fictionworld.tasks.grammar import candidate_columns, column_format, key_header, render_wide
-from fictionworld.tasks.guess import GAIN_LIMIT, GUESS_LIMIT, BaseRates
+from fictionworld.tasks.guess import DOMINANT_ROWS, DOMINANT_SHARE, GAIN_LIMIT, GUESS_LIMIT, BaseRates, best_answer
 from fictionworld.tasks.model import ColumnEval, Evaluation, GoldTable, RowProvenance, Task, norm_header
 from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.phrasing import ATTR_NOUN, TEMPORAL_CLAUSES
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Hop, Query, evaluate, type_of_path
 from fictionworld.web.phrasing import LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 
-__all__ = ["TaskKnobs", "WideTaskGenerator", "column_eval", "build_task"]
+__all__ = ["TaskKnobs", "WideTaskGenerator", "column_eval", "build_task", "runs_through"]
 
 _EXACT_COUNTS = {"page_count", "runtime_min", "track_count", "height_cm", "elevation_m", "stadium_capacity"}
 
@@ -246,8 +246,14 @@ class WideTaskGenerator:
         k, w = self.knobs, self.world
         row_type, conds, rows = d.row_type, d.conds, d.rows
         hi = k.columns_max or k.columns
-        n_cols = int(r.integers(k.columns, hi + 1))
         extra = [c for c in d.extra if c != "rank"]
+        # An aggregate's counts are what it asks for, and a group's commonest count is a fixed
+        # guess's share of them: the table is at least wide enough to hold them within guess_gain.
+        fewest = math.ceil(sum(self.share(row_type, c, rows) for c in extra) / k.guess_gain - 1e-9)
+        if fewest > hi:
+            self._reject(f"{family}: counts too guessable for the widest table")
+            return None
+        n_cols = int(r.integers(max(k.columns, fewest), hi + 1))
         ranked = "rank" in d.extra
         used = {c.path for c in conds if c.attribute is None} | {(c.attribute,) for c in conds if not c.path}
         through = _named_paths(conds)  # paths to an entity the question names: one value in every row
@@ -282,7 +288,7 @@ class WideTaskGenerator:
         cols = [Column(header=key_header(row_type))]
         for c in [*fixed, *pick]:
             cols.append(self._written(row_type, c, year=bool(r.random() < 0.3)) if c.aggregate is None else c)
-        cols = self._within_budget(row_type, rows, cols, len(fixed), [c for c in pool if c not in pick])
+        cols = self._within_budget(row_type, rows, cols, len(fixed), [c for c in pool if c not in pick], conds)
         if cols is None:
             self._reject(f"{family}: base rates would answer too much")
             return None
@@ -347,34 +353,41 @@ class WideTaskGenerator:
         c = c.model_copy(update={"format": column_format(row_type, c, year=year)})
         return c.model_copy(update={"header": header(row_type, c)})
 
-    def share(self, row_type: str, c: Column, rows: np.ndarray) -> float:
+    def share(self, row_type: str, c: Column, rows: np.ndarray, conds=()) -> float:
         """What a fixed guess earns on a column as written (its format; dates within a month):
         the base rate over the row type; for a count, the share of the commonest count among
         ``rows`` (the group the question names, which a policy may condition on: "albums
-        released" by music companies is rarely 0), which bounds any fixed guess; a rank 1/rows."""
+        released" by music companies is rarely 0), which bounds any fixed guess; a rank 1/rows.
+        Where the question predicts more (the column runs through an entity on the path of one
+        of ``conds``, or ``rows`` hold mostly one value of it: :mod:`fictionworld.tasks.guess`),
+        the best single answer's share of ``rows`` when it is larger."""
         if c.aggregate == "rank":
             return 1.0 / max(1, len(rows))
         if c.aggregate == "count":
             values = [x.value for x in self.g.column(rows, c)]
             return max(np.unique(values, return_counts=True)[1]) / len(values) if values else 0.0
         ev = column_eval(c, row_type, key=False, pick=0.0)
-        return self.base_rates.guess(row_type, c, ev, c.format).share
+        base = self.base_rates.guess(row_type, c, ev, c.format).share
+        through = runs_through(c, conds)
+        if not (through or len(rows) >= DOMINANT_ROWS):
+            return base
+        cells = [x for x in self.g.column(rows, c) if x is not None]
+        own = best_answer(c, ev, cells, c.format).share * len(cells) / max(1, len(rows))
+        return max(base, own) if through or own >= DOMINANT_SHARE else base
 
-    def _within_budget(self, row_type, rows, cols, n_fixed, spare):
+    def _within_budget(self, row_type, rows, cols, n_fixed, spare, conds=()):
         """``cols`` (the key, ``n_fixed`` fixed columns, then the drawn ones) with the drawn
-        columns a base rate answers most swapped for the unused ones it answers least (of the
+        columns a fixed guess answers most swapped for the unused ones it answers least (of the
         same depth class when it can) until the task's expected gain from guessing (the value
-        columns' shares over the column count) is at most ``knobs.guess_gain``; None if it
-        cannot be."""
+        columns' shares over the column count, an aggregate's counts and a ranking's ranks
+        included) is at most ``knobs.guess_gain``; None if it cannot be."""
         cols = list(cols)
-        share = {c: self.share(row_type, c, rows) for c in cols[1:]}
+        share = {c: self.share(row_type, c, rows, conds) for c in cols[1:]}
         spare = [self._written(row_type, c) for c in spare]
-        share |= {c: self.share(row_type, c, rows) for c in spare}
+        share |= {c: self.share(row_type, c, rows, conds) for c in spare}
         spare.sort(key=lambda c: share[c])
         budget = self.knobs.guess_gain * len(cols)
-        # An aggregate's counts are bounded by the family instead (tasks.families.family_aggregate):
-        # counts are small numbers, and few groups of a world spread them widely enough for this.
-        while sum(share[c] for c in cols[1:] if c.aggregate != "count") > budget + 1e-12:
+        while sum(share[c] for c in cols[1:]) > budget + 1e-12:
             drawn = range(1 + n_fixed, len(cols))
             if not drawn:
                 return None
@@ -399,7 +412,10 @@ class WideTaskGenerator:
             if name in keys:
                 continue
             cells = [row[j] for row in ans.cells]
-            shares[name] = round(self.base_rates.share(q.type, q.columns[j], ev.eval_pipeline[name], cells), 6)
+            # a count: the group's commonest count, as the budget counted it (share)
+            through = q.columns[j].aggregate == "count" or runs_through(q.columns[j], q.conditions)
+            shares[name] = round(self.base_rates.share(q.type, q.columns[j], ev.eval_pipeline[name], cells,
+                                                       through=through), 6)  # fmt: skip
         gain = sum(shares.values()) / max(1, len(task.gold.columns))
         diff = task.difficulty | {"guess_gain": round(gain, 6)}
         return task.model_copy(update={"guessability": shares, "difficulty": diff})
@@ -449,6 +465,18 @@ def _named_paths(conds) -> set[tuple[Hop, ...]]:
         elif c.attribute is None and c.equals is not None and c.during is None and c.path:
             out.add(c.path)
     return out
+
+
+def runs_through(c: Column, conds) -> bool:
+    """Whether column ``c`` runs through an entity on the path of one of ``conds`` (the rows
+    reach few of those: "companies headquartered in a city in T" share T's few cities)."""
+    paths = set()
+    stack = list(conds)
+    while stack:
+        x = stack.pop()
+        stack += list(x.any_of)
+        paths |= {x.path[:n] for n in range(1, len(x.path) + 1)}
+    return any(c.path[: len(p)] == p for p in paths)
 
 
 def _depth(c: Condition) -> int:

@@ -25,7 +25,7 @@ from rapidfuzz import fuzz
 
 from fictionworld.folding import LETTERS, fold
 from fictionworld.tables import runs
-from fictionworld.web.speller import Speller, speller_table
+from fictionworld.web.speller import Speller, check_deadline, speller_table
 
 __all__ = ["EntityLinker", "Link", "words"]
 
@@ -146,17 +146,22 @@ class EntityLinker:
         """Name words a query word may stand for: itself if known, else close spellings."""
         return self.speller.correct(word)
 
-    def link(self, query: str, limit: int = 5, known=None) -> list[Link]:
+    def link(self, query: str, limit: int = 5, known=None, deadline: float | None = None) -> list[Link]:
         """Entities the query names in full (by name or alias), best first; ties by row.
         ``known(word)`` says a word is spelt right (it occurs on some page), so it is not
-        corrected: that keeps ordinary words ("founded", "companies") off the fuzzy path."""
+        corrected: that keeps ordinary words ("founded", "companies") off the fuzzy path.
+        ``deadline`` (``time.monotonic()``): DeadlinePassed once past it, checked per word."""
         qwords = words(query)
         matched: dict[int, str] = {}
         corrected: list[str] = []
         spellings: list[list[int]] = []  # each query word's ids: itself, or its closest spellings
         for w in qwords:
+            check_deadline(deadline)
             wid = self.word_id(w)
-            options = [w] if wid >= 0 else [] if known is not None and known(w) else self.speller.spellings(w)
+            if wid >= 0 or (known is not None and known(w)):
+                options = [w] if wid >= 0 else []
+            else:
+                options = self.speller.spellings(w, deadline=deadline)
             corrected.append(options[0] if options else w)
             ids = [wid if o == w and wid >= 0 else self.word_id(o) for o in options]
             matched.update(zip(ids, options))

@@ -18,6 +18,7 @@ from fictionworld.knobs import Knobs
 from fictionworld.web.linker import words
 from fictionworld.web.pages import Page, PageNotFound, SearchResult
 from fictionworld.web.render import plain_text
+from fictionworld.web.text import LINK
 
 if TYPE_CHECKING:
     from fictionworld.web.web import Web
@@ -43,7 +44,6 @@ SCAN_CHARS = 4_000
 # match is the stop and the break (group 1), or a run of line breaks. :func:`_breaks` gives the
 # spans where r"(?<=[.!?])(?<!\b[A-Z]\.)(?![^\[\]\n]*\]\()\s+|\n+" splits (tested).
 _BREAK = re.compile(r"[.!?\n](?:(?<=[.!?])(?<!\b[A-Z]\.)(\s(?:(?<=\n)|(?![^\[\]\n]*\]\())\s*)|(?<=\n)\n*)")
-_LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 # Dates and numbers start with one of a few characters: the lookaheads say which, so that the
 # regex engine skips to the next of them instead of trying every position (3x faster; the same
 # matches, tested against the patterns without them).
@@ -169,7 +169,7 @@ def make_snippet(
             return protect(name) if named_by_query(name) else MASK
 
         if "[" in out:
-            out = _LINK.sub(hide, out)
+            out = LINK.sub(hide, out)
         for name in names:
             if _DIGIT.search(name) and named_by_query(name):
                 out = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", lambda m: protect(m.group(0)), out)
@@ -191,7 +191,7 @@ def directory_snippet(text: str, count: int | None = None) -> str:
     entries took 50 µs to parse whole, most of a result list's time when it held one. Given
     ``count`` (:meth:`PageTable.entries`), ``text`` need only be its first three lines."""
     count = (text.count("\n") + 1 if text else 0) if count is None else count
-    shown = ", ".join(m.group(1) for m in islice(_LINK.finditer(text), 3))
+    shown = ", ".join(m.group(1) for m in islice(LINK.finditer(text), 3))
     return f"A directory of {count} entries, including {shown}" + (f" {MASK}" if count > 3 else ".")
 
 
@@ -207,7 +207,7 @@ def _listed(web: Web, row: int, entries: list[str]) -> tuple[str, ...]:
     the directory: for a directory of 43,000 entities at 10M that took 1.3 s the first time
     and 0.4 s every time after."""
     p = web.pages
-    linked = {r for r in (p.row_of_url.get(_LINK.sub(r"\2", x)[2:]) for x in entries) if r is not None}
+    linked = {r for r in (p.row_of_url.get(LINK.sub(r"\2", x)[2:]) for x in entries) if r is not None}
     subjects = {int(p.entity[r]): r for r in linked if int(p.entity[r]) >= 0}
     rows = list(subjects)
     listed = {e for e, a in zip(rows, web.articles_of(rows)) if a == subjects[e]}  # (the link is its article)

@@ -8,6 +8,7 @@ Python.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
@@ -30,12 +31,26 @@ __all__ = [
     "keys_path",
     "tail3_path",
     "MIN_SIMILARITY",
+    "DeadlinePassed",
+    "check_deadline",
 ]
 
 MIN_SIMILARITY = 0.75
 # Pools larger than this are first searched for words one edit away (Speller._one_edit, about
 # 1.3 ms at 10M entities); scoring a pool costs about 0.28 us per word.
 ONE_EDIT_POOL = 5_000
+
+
+class DeadlinePassed(Exception):
+    """A search's work went past its deadline (a ``time.monotonic()`` time): it stopped there,
+    with no answer, rather than give one that left some of the query's words out."""
+
+
+def check_deadline(deadline: float | None) -> None:
+    """DeadlinePassed once ``time.monotonic()`` is past ``deadline`` (None: no deadline).
+    Checked between a query's words, where each costs at most a few ms (:meth:`Speller.correct`)."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlinePassed(f"the search's work passed its deadline ({time.monotonic() - deadline:.3f} s ago)")
 
 
 def affix(n: int) -> int:
@@ -160,15 +175,16 @@ class Speller:
         lo = keys.bisect_left(key)
         return perm[lo : keys.bisect_right(key, lo)]
 
-    def correct(self, word: str) -> list[str]:
+    def correct(self, word: str, deadline: float | None = None) -> list[str]:
         """``[word]`` if known, else the closest spellings (ties all kept), else ``[]``; words of
-        fewer than 4 letters and numbers are not corrected."""
-        scored = self._scored(word, 3)
+        fewer than 4 letters and numbers are not corrected. ``deadline``: :func:`check_deadline`
+        before the candidates are scored."""
+        scored = self._scored(word, 3, deadline)
         if scored is None:
             return [word]
         return [w for s, w in scored if s >= scored[0][0] - 1e-9]
 
-    def spellings(self, word: str, limit: int = 16) -> list[str]:
+    def spellings(self, word: str, limit: int = 16, deadline: float | None = None) -> list[str]:
         """``[word]`` if known, else the words at the fewest edits from it (OSA distance; those
         :meth:`correct` would consider), up to ``limit``, the most similar first (then
         alphabetically); ``[]`` where :meth:`correct` finds none.
@@ -180,14 +196,14 @@ class Speller:
         holds several words one edit from most misspellings (2026-11-29, misspelt names of
         the latency queries: the name's own spelling missing in 38 of the 55 found nowhere in
         the top 10)."""
-        scored = self._scored(word, None)
+        scored = self._scored(word, None, deadline)
         if scored is None:
             return [word]
         edits = [OSA.distance(word, w) for _, w in scored]
         fewest = min(edits, default=0)
         return [w for (_, w), d in zip(scored, edits) if d == fewest][:limit]
 
-    def _scored(self, word: str, limit: int | None) -> list[tuple[float, str]] | None:
+    def _scored(self, word: str, limit: int | None, deadline: float | None = None) -> list[tuple[float, str]] | None:
         """None if ``word`` is known; else (similarity, word) of the words a correction considers
         that reach MIN_SIMILARITY, the most similar first, then alphabetically, at most ``limit``
         (None: all); none for words of fewer than 4 letters and numbers."""
@@ -195,7 +211,9 @@ class Speller:
             return None
         if len(word) < 4 or word.isdigit():
             return []
+        check_deadline(deadline)
         ids = self._pool(word)
+        check_deadline(deadline)
         if len(ids) > ONE_EDIT_POOL and (near := self._one_edit(word)):
             return sorted(near, key=lambda sw: (-sw[0], sw[1]))[:limit]
         pool = self.words.take(ids)  # sorted, as the words are

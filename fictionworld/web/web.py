@@ -49,7 +49,7 @@ from fictionworld.web.session import (  # noqa: F401  (FAULT_TEXT: importable fr
     WebSession,
     format_results,
 )
-from fictionworld.web.speller import Speller
+from fictionworld.web.speller import Speller, check_deadline
 from fictionworld.web.text import first_surrogate, short_repr
 from fictionworld.web.urls import parse_url
 from fictionworld.web.web_files import WEB_FORMAT, check_web_files, read_web_json, web_manifest, write_web_json
@@ -286,13 +286,14 @@ class Web:
                 return True
         return False
 
-    def respell(self, query: str) -> str:
+    def respell(self, query: str, deadline: float | None = None) -> str:
         """The query with each word the index does not hold replaced by its closest spellings
-        (ties all kept); "" when no word needs or finds one."""
+        (ties all kept); "" when no word needs or finds one. ``deadline``: as :meth:`hits`'."""
         ix, out, changed = self.index, [], False
         for w in words(query):
+            check_deadline(deadline)
             tokens = ix.analyze(w)
-            fixes = self._speller.correct(w) if tokens and not any(ix.doc_freq(t) for t in tokens) else []
+            fixes = self._speller.correct(w, deadline) if tokens and not any(ix.doc_freq(t) for t in tokens) else []
             changed |= bool(fixes)
             out += fixes or [w]
         return " ".join(out) if changed else ""
@@ -320,17 +321,22 @@ class Web:
         return (mix64(np.array(pages), key).astype(np.float64) / 2**64 < rate).tolist()
 
     # -- the tools -----------------------------------------------------------------------
-    def hits(self, query: str, n: int, knobs: Knobs | None = None) -> list[Hit]:
+    def hits(self, query: str, n: int, knobs: Knobs | None = None, deadline: float | None = None) -> list[Hit]:
         """The best ``n`` visible pages for ``query``: pages titled exactly the query first,
         then linked entities' articles, then BM25 (title boosted); ties by page row. Misspelt
         words are corrected against the linked names, or with no link against the words of
-        entity names and directory titles."""
+        entity names and directory titles.
+
+        ``deadline``: a ``time.monotonic()`` time the search's work must end by (None: none).
+        Checked between the query's words (each corrected in a few ms at most) and between
+        fetches; past it, :class:`~fictionworld.web.speller.DeadlinePassed` and no hits, never
+        a ranking of part of the query. Without one, the same hits as ever."""
         knobs = knobs or self.knobs
         _check_query(query)
         ix = self.index
         tokens = ix.analyze(query)
-        links: list[Link] = self.linker.link(query, known=self._known)
-        fixed = " ".join(links[0].corrected) if links else self.respell(query)
+        links: list[Link] = self.linker.link(query, known=self._known, deadline=deadline)
+        fixed = " ".join(links[0].corrected) if links else self.respell(query, deadline)
         if fixed:
             tokens += [t for t in ix.analyze(fixed) if t not in tokens]
         rates = self.rates(knobs)
@@ -350,6 +356,7 @@ class Web:
         hide = _hidden(rates) if getattr(ix, "hides_layers", False) else ()
         hiding = False
         while True:
+            check_deadline(deadline)
             pids, scores = ix.search(tokens, fetch, hide=hide) if hiding else ix.search(tokens, fetch)
             keep = self.pages.visible(pids, rates)
             if keep.sum() >= n or len(pids) < fetch:
@@ -381,8 +388,10 @@ class Web:
         rows_ = np.array(rows, np.int64)
         return rows_[self.pages.visible(rows_, rates)].tolist()
 
-    def search(self, query: str, k: int | None = None, page: int = 1, knobs: Knobs | None = None) -> list[SearchResult]:
-        """Ranked results ``page`` (1-based) of ``k`` each (default: the knobs' results_per_page)."""
+    def search(self, query: str, k: int | None = None, page: int = 1, knobs: Knobs | None = None,
+               deadline: float | None = None) -> list[SearchResult]:  # fmt: skip
+        """Ranked results ``page`` (1-based) of ``k`` each (default: the knobs' results_per_page).
+        ``deadline``: as :meth:`hits`' (DeadlinePassed past it)."""
         knobs = knobs or self.knobs
         k = knobs.results_per_page if k is None else k
         if not _int_in(k, 1, 100):
@@ -396,7 +405,7 @@ class Web:
             kept = self.kept.get(key, page)
             if kept is not None:
                 return kept
-        hits = self.hits(query, k * page, knobs)
+        hits = self.hits(query, k * page, knobs, deadline)
         last_page = -(-len(hits) // k) if len(hits) < k * page else None  # the ranking ran out
         results = self.model.render_results(self, query, hits[(page - 1) * k :], knobs)
         if key is not None:

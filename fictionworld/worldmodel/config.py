@@ -17,7 +17,7 @@ __all__ = [
     "QWEN_AGENTWORLD_SAMPLING",
 ]
 
-TEMPLATE, SGLANG = "fictionworld/TemplateWorldModel-v0", "fictionworld/SGLangWorldModel-v0"
+TEMPLATE, SGLANG = "fictionworld/TemplateWorldModel-v1", "fictionworld/SGLangWorldModel-v0"
 # The sampling the Qwen-AgentWorld model card recommends for its world model.
 QWEN_AGENTWORLD_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
 
