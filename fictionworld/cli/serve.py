@@ -14,6 +14,13 @@ from fictionworld.cli.common import KnobOption, fail, parse_knobs, warn
 __all__ = ["register"]
 
 DirArgument = Annotated[Path, typer.Argument(help="World directory (saved with its web).")]
+
+
+def seconds_option(help: str) -> typer.models.OptionInfo:
+    """A server's time limit in seconds: above 0, at most an hour."""
+    return typer.Option(help=help, min=0.001, max=3600)
+
+
 HostOption = Annotated[
     str, typer.Option(help="Address to bind: loopback by default; anything else is reachable from outside (warned).")
 ]
@@ -75,41 +82,30 @@ def serve(
     ] = 3,  # fmt: skip
     timeout: Annotated[
         float,
-        typer.Option(
-            help="Seconds a request may take before it is answered 504 (408 when its body was not all sent by then).",
-            min=0.001,
-            max=3600,
+        seconds_option(
+            "Seconds a request may take before it is answered 504 (408 when its body was not all sent by then)."
         ),
-    ] = 30.0,  # fmt: skip
+    ] = 30.0,
     max_work: Annotated[
         float,
-        typer.Option(
-            help="Seconds of search work one request may use (checked between queries and their words; 504 beyond).",
-            min=0.001,
-            max=3600,
+        seconds_option(
+            "Seconds of search work one request may use (checked between queries and their words; 504 beyond)."
         ),
-    ] = 10.0,  # fmt: skip
+    ] = 10.0,
     search_threads: Annotated[
         int,
         typer.Option(help="Threads a worker searches on (its event loop stays free to read requests).", min=1, max=256),
     ] = 4,  # fmt: skip
     body_timeout: Annotated[
         float,
-        typer.Option(
-            help="Seconds a request's body may take to arrive after its headers (408 beyond); a request counts "
-            "towards --max-in-flight once its body has arrived.",
-            min=0.001,
-            max=3600,
+        seconds_option(
+            "Seconds a request's body may take to arrive after its headers (408 beyond); a request counts "
+            "towards --max-in-flight once its body has arrived."
         ),
-    ] = 10.0,  # fmt: skip
+    ] = 10.0,
     header_timeout: Annotated[
-        float,
-        typer.Option(
-            help="Seconds a connection may take to send a request's headers (408 and closed beyond).",
-            min=0.001,
-            max=3600,
-        ),
-    ] = 10.0,  # fmt: skip
+        float, seconds_option("Seconds a connection may take to send a request's headers (408 and closed beyond).")
+    ] = 10.0,
     max_connections: Annotated[
         int,
         typer.Option(
