@@ -306,9 +306,15 @@ class AlivePicker:
 
 
 def pick_founded_before(
-    rng: np.random.Generator, founded: np.ndarray, when: np.ndarray, candidates: np.ndarray | None = None
+    rng: np.random.Generator,
+    founded: np.ndarray,
+    when: np.ndarray,
+    candidates: np.ndarray | None = None,
+    *,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
-    """For each date, a uniformly chosen entity (local index) with ``founded <= when``; -1 if none."""
+    """For each date, an entity (local index) with ``founded <= when``, chosen uniformly or in
+    proportion to ``weights`` (one per entity of ``founded``); -1 if none."""
     if candidates is None:
         cand, f = _by_founding(founded)
     else:
@@ -316,7 +322,12 @@ def pick_founded_before(
         cand = cand[np.argsort(founded[cand], kind="stable")]
         f = founded[cand]
     hi = np.searchsorted(f, np.asarray(when), "right")
-    k = np.floor(rng.random(len(hi)) * hi).astype(np.int64)
+    if weights is None or not len(cand):
+        k = np.floor(rng.random(len(hi)) * hi).astype(np.int64)
+    else:  # the first hi candidates in founding order, by weight: a draw below their total
+        total = np.cumsum(np.asarray(weights, np.float64)[cand])
+        below = rng.random(len(hi)) * np.where(hi > 0, total[np.maximum(hi - 1, 0)], 0.0)
+        k = np.minimum(np.searchsorted(total, below, "right"), np.maximum(hi - 1, 0))
     return np.where(hi > 0, cand[np.minimum(k, max(len(cand) - 1, 0))] if len(cand) else -1, -1)
 
 

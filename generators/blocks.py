@@ -198,7 +198,12 @@ def _join(parts: list):
     if len(parts) == 1:
         return parts[0]
     cls = type(parts[0])
-    return cls(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls)})
+
+    def joined(name: str):
+        arrays = [getattr(p, name) for p in parts]
+        return None if all(a is None for a in arrays) else np.concatenate(arrays)
+
+    return cls(**{f.name: joined(f.name) for f in dataclasses.fields(cls)})
 
 
 def _distinct_names(run, todo: list[tuple[str, list[tuple], list[BlockOutput]]], size: int, outs: dict) -> dict:

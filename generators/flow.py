@@ -16,7 +16,7 @@ rows, which the run joins in block order before the next generator starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -58,6 +58,7 @@ class Founded:
     """An organisation type → whatever needs an organisation that already existed then."""
 
     founded: npt.NDArray[np.int32]  # day number
+    size: npt.NDArray[np.int64] | None = field(default=None, kw_only=True)  # members are drawn by it
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Flow:
     cities: Cities | None = None  # places-v0
     people: People | None = None  # people-v0
     companies: Companies | None = None  # companies-v0
-    universities: Founded | None = None  # universities-v0
+    universities: Founded | None = None  # universities-v1
     publishers: Founded | None = None  # publishers-v0
     teams: Founded | None = None  # sports-teams-v0
     books: Released | None = None  # books-v0

@@ -87,9 +87,11 @@ def successive_stints(
     duration: tuple[float, float],
     again: float,
     gap: tuple[float, float],
+    weights: np.ndarray | None = None,
 ):
     """Up to two non-overlapping stints per person (study, a playing career) at organisations
-    that existed when each stint began; a stint starts at least ``lead`` days before the
+    that existed when each stint began (in proportion to ``weights`` where given: a bigger
+    university has more students); a stint starts at least ``lead`` days before the
     person's death / the present, lasts ``duration`` years, and a second one follows with
     probability ``again`` after a ``gap`` in years. Returns (people, orgs, starts, ends)."""
     death, life_end, present = people.death, people.alive_to(ctx.present), ctx.present
@@ -97,7 +99,7 @@ def successive_stints(
     for _stint in range(2):
         ok = start + lead < np.minimum(life_end[who], present)
         who, start = who[ok], start[ok]
-        org = pick_founded_before(rng, founded, start)
+        org = pick_founded_before(rng, founded, start, weights=weights)
         ok = org >= 0
         who, start, org = who[ok], start[ok], org[ok]
         end = bounded_interval(
@@ -301,9 +303,9 @@ def _acquisitions(ctx: GenContext, founded: np.ndarray) -> None:
     ctx.relate("has_subsidiary", "company", b, "company", t, start=d)
 
 
-@register("universities-v0", produces=("university",), after=("person", "city"))
+@register("universities-v1", produces=("university",), after=("person", "city"))
 def generate_universities(ctx: GenContext) -> None:
-    ctx.source = "universities-v0"
+    ctx.source = "universities-v1"
     n, present = ctx.span("university")[1], ctx.present
     r = ctx.rng("university/attributes")
     hi = min(year_end(2005), present - int(years(5)))
@@ -323,22 +325,25 @@ def generate_universities(ctx: GenContext) -> None:
     ctx.set_attr("university", "students", students)
     ctx.set_attr("university", "kind", np.array(UNIVERSITY_KINDS, dtype=object)[kind])
     ctx.set_attr("university", "website", object_array([f"https://www.{slug(x)}.edu" for x in names]))
-    ctx.flow.universities = Founded(founded=founded)
+    ctx.flow.universities = Founded(founded=founded, size=students)
     ctx.relate("located_in", "university", np.arange(n), "city", city)
 
 
-@people_task("universities-v0")
+@people_task("universities-v1")
 def students(ctx: GenContext) -> None:
-    """55% of people study after school at a university that existed then; some study twice."""
-    founded = need(ctx.flow.universities, "university").founded
+    """55% of people study after school at a university that existed then, chosen by its number
+    of students (so alumni counts spread like university sizes); some study twice."""
+    unis = need(ctx.flow.universities, "university")
+    founded = unis.founded
     rs = ctx.rng("studied_at")
     people = own_people(ctx)
     birth = people.birth.astype(np.int64)
     who = np.flatnonzero(rs.random(len(birth)) < 0.55)
     start = birth[who] + years(rs.uniform(17.5, 23, len(who)))
     subj, obj, starts, ends = successive_stints(
-        ctx, people, rs, who, start, founded, lead=int(years(1)), duration=(3, 6), again=0.15, gap=(0.3, 4)
-    )
+        ctx, people, rs, who, start, founded, lead=int(years(1)), duration=(3, 6), again=0.15, gap=(0.3, 4),
+        weights=unis.size,
+    )  # fmt: skip
     ctx.relate("studied_at", "person", subj, "university", obj, start=starts, end=ends)
 
 

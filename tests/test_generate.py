@@ -17,7 +17,7 @@ from generators import plan, registered
 
 # The hash of default_spec(400), seed 1. If generator output changes on purpose, bump the
 # version of the generators involved (e.g. "people-v0" -> "people-v1") and update this value.
-GOLDEN_HASH_400_SEED_1 = "55b7411427ab8fe79eb5df90f320f5174d5c7f55"
+GOLDEN_HASH_400_SEED_1 = "2e9ad554b68f8b4eb797dcc5a1cf197dcf908aeb"
 
 
 def test_same_seed_same_world():
@@ -157,6 +157,33 @@ def test_founders_are_adults_and_companies_precede_their_acquisitions():
         assert fact.start is not None
         for side in (fact.subject, fact.object):
             assert founded[w.row(side)] <= (fact.start - __import__("datetime").date(1970, 1, 1)).days
+
+
+def test_a_weighted_pick_follows_its_weights_among_the_founded_only():
+    from generators.base import pick_founded_before
+
+    founded = np.array([0, 10, 20, 30, 40], np.int32)
+    weights = np.array([1.0, 0.0, 3.0, 6.0, 100.0])
+    when = np.repeat(np.array([-1, 5, 25, 35]), 20_000)
+    got = pick_founded_before(np.random.default_rng(0), founded, when, weights=weights).reshape(4, -1)
+    assert (got[0] == -1).all() and (got[1] == 0).all()  # none founded yet; only the first
+    assert set(got[2].tolist()) == {0, 2} and np.mean(got[2] == 2) == pytest.approx(0.75, abs=0.02)
+    assert set(got[3].tolist()) == {0, 2, 3} and np.mean(got[3] == 3) == pytest.approx(0.6, abs=0.02)
+    # the weights change only the choice, not the draws: unweighted is uniform over the founded
+    flat = pick_founded_before(np.random.default_rng(0), founded, np.full(30_000, 25))
+    assert np.bincount(flat, minlength=5)[[0, 1, 2]] / 30_000 == pytest.approx([1 / 3] * 3, abs=0.02)
+
+
+def test_alumni_follow_university_size_so_their_counts_spread():
+    """A university's alumni are drawn by its number of students: counts spread like sizes (no
+    count common enough for a base-rate guess, tasks.guess), and the biggest have the most."""
+    w = fw.generate(seed=1, entities=30_000)
+    unis, students = w.attribute("university", "students")
+    studied = w.facts.object[w.facts.predicate == PREDICATES.index("studied_at")]
+    alumni = np.bincount(studied, minlength=len(w.entities.type_code))[unis]
+    students = students.astype(float)
+    assert Counter(alumni.tolist()).most_common(1)[0][1] / len(unis) <= 0.05
+    assert np.corrcoef(np.log(students), np.log1p(alumni))[0, 1] >= 0.6
 
 
 def test_one_ceo_at_a_time_and_places_nest():

@@ -189,11 +189,11 @@ def test_widesearch_preset_matches_the_published_shape_and_the_explorer_solves_i
 
 
 def _structural(world, gen, t):
-    """(column, what a fixed guess earns on it: the base rate over the row type, or the commonest
-    count of the rows) of a task's value columns."""
+    """(column, what a fixed guess earns on it: the base rate over the row type, or what it
+    answers of the rows, or the type's extreme of a ranking's number) of a task's value columns."""
     q, keys = t.graph_query, set(t.evaluation.unique_columns)
     rows = np.array([world.row(p.entity) for p in t.provenance], dtype=np.int64)
-    return [(c, gen.share(q.type, c, rows, q.conditions)) for c, name in zip(q.columns, t.gold.columns)
+    return [(c, gen.share(q.type, c, rows, q.conditions, q.order)) for c, name in zip(q.columns, t.gold.columns)
             if name not in keys]  # fmt: skip
 
 
@@ -209,8 +209,11 @@ def test_no_drawn_column_is_answered_by_a_base_rate(world, by_seed):
     gen = WideTaskGenerator(world)
     tiny = generate_tasks(world, 24, seed=2, knobs=PRESETS["tiny"])
     wide = [t for ts in by_seed.values() for t in ts if t.kind == "wide" and t.family not in ("top", "aggregate")]
-    wide += tiny
-    assert {t.family for t in wide} == set(WIDE_FAMILIES) - {"top", "aggregate"}
+    wide += tiny  # at tiny width, "the N highest" without ranks (a rank column would be a third)
+    assert "top" in {t.family for t in tiny} and not any(
+        c.aggregate == "rank" for t in tiny for c in t.graph_query.columns
+    )
+    assert {t.family for t in wide} == set(WIDE_FAMILIES) - {"aggregate"}
     for t in wide:
         shares = _structural(world, gen, t)
         for c, _ in shares:

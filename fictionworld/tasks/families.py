@@ -16,8 +16,11 @@ and         a directory narrowed by two or three conditions at once
 or          the union of two directories of one kind ("either … or")
 temporal    a dated membership overlapping a window ("who played for X between 2001 and 2010")
             or a period of a year directory ("films released in the 1990s")
-top         the N highest or lowest by a number, ranked; or a whole group ranked
-aggregate   a group with counts as columns ("number of albums released" by each label)
+top         the N highest or lowest by a number, ranked where the table is wide enough to hold
+            ranks within the guess budget; or a whole group ranked
+aggregate   a group with counts as columns ("number of alumni" of each university); in the
+            default ontology the types whose counts spread have few columns a base rate misses,
+            so these come only with a guess_gain above the default (0.025 at widesearch)
 via         rows related to a named entity through a third one ("books by authors born in Z")
 =========== ================================================================================
 """
@@ -148,8 +151,12 @@ def family_and(gen: WideTaskGenerator, r) -> Draw | None:
 
 
 def family_or(gen: WideTaskGenerator, r) -> Draw | None:
-    target = _target(gen, r)
-    a = _anchor(gen, r, max(1, target * 0.3), target * 0.8)
+    return _either(gen, r, _target(gen, r))
+
+
+def _either(gen: WideTaskGenerator, r, target: int, types=None) -> Draw | None:
+    """The union of two directories of one kind, about ``target`` rows (of one of ``types``)."""
+    a = _anchor(gen, r, max(1, target * 0.3), target * 0.8, types=types)
     if a is None:
         return None
     t, first, size = a
@@ -197,12 +204,14 @@ def family_temporal(gen: WideTaskGenerator, r) -> Draw | None:
 
 
 def family_top(gen: WideTaskGenerator, r) -> Draw | None:
-    # "1" answers one rank of any table: within the knobs' guess_gain, so at least this many rows
+    # "1" answers one rank of any table: within the knobs' guess_gain, so a rank column needs at
+    # least this many rows. Smaller tables ask for the N highest without ranks (a whole group
+    # ranked needs them).
     fewest = math.ceil(1 / (gen.knobs.guess_gain * _widest(gen)) - 1e-9)
-    if fewest > gen.knobs.rows_max:
-        return None
-    target = max(_target(gen, r), fewest)
-    full = r.random() < 0.3
+    target = _target(gen, r)
+    with_ranks = fewest <= gen.knobs.rows_max and r.random() < 0.5 + 0.5 * (target >= fewest)
+    target = max(target, fewest) if with_ranks else target
+    full = with_ranks and r.random() < 0.3
     a = _anchor(gen, r, target, target * 1.2 + 2) if full else _anchor(gen, r, target * 1.5 + 1, target * 6 + 10)
     if a is None:
         return None
@@ -224,26 +233,41 @@ def family_top(gen: WideTaskGenerator, r) -> Draw | None:
     q_rows = gen.g.select(Query(type=t, conditions=(anchor,), columns=(), order=order))
     if not _in_range(gen, q_rows):
         return None
-    return Draw(t, [anchor], q_rows, size, order=order, extra=("rank",))
+    return Draw(t, [anchor], q_rows, size, order=order, extra=("rank",) if with_ranks else ())
 
 
 def family_aggregate(gen: WideTaskGenerator, r) -> Draw | None:
+    # Counts that are spread (zero rare) belong to types with few, big groups (cities, awards,
+    # publishers), so the group is any a reader discovers: one directory, two of one kind, or a
+    # walk through a named entity ("cities located in a region of T").
+    types = {t for t in ENTITY_TYPES if _counts(gen, t)}
+    if not types:
+        return None
     target = _target(gen, r)
-    a = _anchor(gen, r, target * 0.7, target * 1.4 + 2, types={t for t in ENTITY_TYPES if _counts(gen, t)})
+    ways = (_directory, _either, _walk)
+    first = int(r.integers(len(ways)))
+    # No count is common in the group: at most GUESS_LIMIT of it, and at most what the knobs'
+    # widest table holds within guess_gain (so none in tiny tables, where one count is a third).
+    most = min(GUESS_LIMIT, gen.knobs.guess_gain * _widest(gen))
+    for j in range(len(ways)):
+        d = ways[(first + j) % len(ways)](gen, r, target, types)
+        if d is None or not gen.count_names_ok(d.rows):
+            continue
+        counts = [c for c in _counts(gen, d.row_type) if gen.share(d.row_type, c, d.rows) <= most]
+        if counts:
+            r.shuffle(counts)
+            return Draw(d.row_type, d.conds, d.rows, d.size, extra=tuple(counts[: 1 + int(r.random() < 0.4)]))
+    return None
+
+
+def _directory(gen: WideTaskGenerator, r, target: int, types=None) -> Draw | None:
+    """One directory of about ``target`` rows (of one of ``types``)."""
+    a = _anchor(gen, r, target * 0.7, target * 1.4 + 2, types=types)
     if a is None:
         return None
     t, anchor, size = a
     rows = _select(gen, t, [anchor])
-    if not _in_range(gen, rows) or not gen.count_names_ok(rows):
-        return None
-    # No count is common in the group: at most GUESS_LIMIT of it, and at most what the knobs'
-    # widest table holds within guess_gain (so none in tiny tables, where one count is a third).
-    most = min(GUESS_LIMIT, gen.knobs.guess_gain * _widest(gen))
-    counts = [c for c in _counts(gen, t) if gen.share(t, c, rows) <= most]
-    if not counts:
-        return None
-    r.shuffle(counts)
-    return Draw(t, [anchor], rows, size, extra=tuple(counts[: 1 + int(r.random() < 0.4)]))
+    return Draw(t, [anchor], rows, size) if _in_range(gen, rows) else None
 
 
 def _widest(gen: WideTaskGenerator) -> int:
@@ -257,7 +281,12 @@ def _counts(gen: WideTaskGenerator, t: str) -> list:
 
 
 def family_via(gen: WideTaskGenerator, r) -> Draw | None:
-    paths = gen.via_paths
+    return _walk(gen, r)
+
+
+def _walk(gen: WideTaskGenerator, r, target: int | None = None, types=None) -> Draw | None:
+    """Rows two hops from a named entity, in the knobs' row range (of one of ``types``)."""
+    paths = [p for p in gen.via_paths if types is None or p[0] in types]
     if not paths:
         return None
     t, path = paths[int(r.integers(len(paths)))]

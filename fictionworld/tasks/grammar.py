@@ -262,7 +262,8 @@ def render_wide(q: Query, names: dict[str, str], rng) -> str:
         else:
             extreme = "highest" if o.descending else "lowest"
             head = _pick(rng, _TOP_OPENERS).format(n=o.limit, what=what, extreme=extreme, noun=noun)
-            head += " " + _pick(rng, _TOP_TAIL).format(direction=direction)
+            if any(c.aggregate == "rank" for c in q.columns):  # numbered only where ranks are asked
+                head += " " + _pick(rng, _TOP_TAIL).format(direction=direction)
     headers = [c.header for c in q.columns]
     cols = ", ".join(h.lower() if j else h.lower() + " (the name)" for j, h in enumerate(headers))
     return (

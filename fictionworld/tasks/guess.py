@@ -179,12 +179,48 @@ class BaseRates:
                 text, value = _written(kind, value, cells, values, fmt) if values else ("", None)
                 share = _answered(kind, tol, value, values) / len(values) if values else 0.0
                 self._cache[key] = Guess(value, share, text)
+                mode, _n = best_guess("exact", 0.0, values)  # the commonest value itself
+                self._cache[("mode", *key)] = Guess(mode, 0.0, "")
         return self._cache[key]
+
+    def mode(self, row_type: str, col: Column, ev: ColumnEval, fmt: str | None = None):
+        """The commonest value of ``col`` over the type (as ``rule`` compares it): what a policy
+        that learnt the values, not the metric's tolerance, writes."""
+        fmt = fmt or col.format
+        kind, tol = rule(ev, fmt)
+        self.guess(row_type, col, ev, fmt)
+        return self._cache[
+            ("mode", row_type, col.path, col.attribute, col.aggregate, col.of_type, fmt, kind, tol)
+        ].value
+
+    def extreme_share(self, row_type: str, col: Column, ev: ColumnEval, cells: list[Cell], *, highest: bool,
+                      fmt: str | None = None) -> float:  # fmt: skip
+        """The share of ``cells`` that the type's highest (or lowest) value of ``col`` answers:
+        what a policy writes for the number a ranking orders by ("the 5 books with the lowest
+        page count": the smallest page count it has seen)."""
+        if not cells:
+            return 0.0
+        fmt = fmt or col.format
+        kind, tol = rule(ev, fmt)
+        if kind == "exact":
+            return 0.0
+        key = ("extreme", row_type, col.path, col.attribute, fmt, kind, highest)
+        if key not in self._cache:
+            rows = np.flatnonzero(self.g.world.entities.type_code == TYPE_CODE[row_type]).astype(np.int64)
+            every = [c for c in self.g.column(rows, col) if c is not None]
+            if col.format != fmt:
+                every = [Cell(gold_text(c.value, fmt), c.value, c.entity, c.facts) for c in every]
+            values = [v for v in (_value(c, kind) for c in every) if v is not None]
+            self._cache[key] = Guess((max if highest else min)(values) if values else None, 0.0, "")
+        guess = self._cache[key].value
+        values = [v for v in (_value(c, kind) for c in cells) if v is not None]
+        return _answered(kind, tol, guess, values) / len(cells) if guess is not None else 0.0
 
     def share(self, row_type: str, col: Column, ev: ColumnEval, cells: list[Cell], fmt: str | None = None,
               *, through: bool = False) -> float:  # fmt: skip
         """Guessability of ``col`` in a task: the share of its gold ``cells`` the base-rate
-        guess answers (a rank column: 1 / rows, since ranks differ); the best single answer's
+        guess answers (the best guess under the metric or the type's commonest value, whichever
+        answers more; a rank column: 1 / rows, since ranks differ); the best single answer's
         share (:func:`best_answer`) where that is larger and the question predicts it: the
         column runs ``through`` an entity on a condition's path, or its cells are mostly one
         value (:data:`DOMINANT_SHARE` of :data:`DOMINANT_ROWS` rows or more)."""
@@ -195,8 +231,9 @@ class BaseRates:
             return 1.0 / len(cells)
         kind, tol = rule(ev, fmt)
         g = self.guess(row_type, col, ev, fmt)
-        values = [_value(c, kind) for c in cells]
-        base = _answered(kind, tol, g.value, [v for v in values if v is not None]) / len(cells)
+        values = [v for v in (_value(c, kind) for c in cells) if v is not None]
+        guesses = [x for x in (g.value, self.mode(row_type, col, ev, fmt)) if x is not None]
+        base = max([_answered(kind, tol, x, values) for x in guesses if values], default=0) / len(cells)
         own = best_answer(col, ev, cells, fmt).share
         if through or (len(cells) >= DOMINANT_ROWS and own >= DOMINANT_SHARE):
             return max(base, own)

@@ -253,7 +253,7 @@ def _compiled():
     what = "(?P<what>.+?)"
     wide = _head_regexes(_WIDE_OPENERS, {"what": what})
     top = _head_regexes(
-        [o + " " + t for o in _TOP_OPENERS for t in _TOP_TAIL],
+        [o + " " + t for o in _TOP_OPENERS for t in _TOP_TAIL] + list(_TOP_OPENERS),
         {"what": what, "n": "(?P<n>[0-9]+)", "extreme": "(?P<extreme>highest|lowest)", "noun": "(?P<noun>.+?)",
          "direction": "(?P<direction>" + "|".join(re.escape(d) for ds in _DIRECTION.values() for d in ds) + ")"},
     )  # fmt: skip
@@ -322,7 +322,7 @@ def parse_question(question: str) -> list[Parsed]:
             g = m.groupdict()
             if limited:
                 descending = g["extreme"] == "highest"
-                if g["direction"] not in _DIRECTION[descending]:
+                if g.get("direction") is not None and g["direction"] not in _DIRECTION[descending]:
                     continue
             else:
                 descending = g["direction"] in _DIRECTION[True]

@@ -22,7 +22,7 @@ from fictionworld.tables import TYPE_CODE
 from fictionworld.tasks.clauses import header
 from fictionworld.tasks.families import BUILDERS, WIDE_FAMILIES, Draw, via_paths
 from fictionworld.tasks.grammar import candidate_columns, column_format, key_header, render_wide
-from fictionworld.tasks.guess import DOMINANT_ROWS, DOMINANT_SHARE, GAIN_LIMIT, GUESS_LIMIT, BaseRates, best_answer
+from fictionworld.tasks.guess import GAIN_LIMIT, GUESS_LIMIT, BaseRates
 from fictionworld.tasks.model import ColumnEval, Evaluation, GoldTable, RowProvenance, Task, norm_header
 from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.phrasing import ATTR_NOUN, TEMPORAL_CLAUSES
@@ -247,8 +247,8 @@ class WideTaskGenerator:
         row_type, conds, rows = d.row_type, d.conds, d.rows
         hi = k.columns_max or k.columns
         extra = [c for c in d.extra if c != "rank"]
-        # An aggregate's counts are what it asks for, and a group's commonest count is a fixed
-        # guess's share of them: the table is at least wide enough to hold them within guess_gain.
+        # An aggregate's counts are what it asks for, and a fixed guess answers a share of them
+        # (share): the table is at least wide enough to hold them within guess_gain.
         fewest = math.ceil(sum(self.share(row_type, c, rows) for c in extra) / k.guess_gain - 1e-9)
         if fewest > hi:
             self._reject(f"{family}: counts too guessable for the widest table")
@@ -269,8 +269,9 @@ class WideTaskGenerator:
                 pool.append(c)
         fixed: list[Column] = []
         if ranked:
-            o = d.order
             fixed.append(Column(header="Rank", aggregate="rank", format="int"))
+        if d.order is not None:  # the number the rows are ordered by
+            o = d.order
             fixed.append(Column(header="", path=o.path, attribute=o.attribute))
             pool = [c for c in pool if (c.path, c.attribute) != (o.path, o.attribute)]
         fixed += extra
@@ -288,7 +289,7 @@ class WideTaskGenerator:
         cols = [Column(header=key_header(row_type))]
         for c in [*fixed, *pick]:
             cols.append(self._written(row_type, c, year=bool(r.random() < 0.3)) if c.aggregate is None else c)
-        cols = self._within_budget(row_type, rows, cols, len(fixed), [c for c in pool if c not in pick], conds)
+        cols = self._within_budget(row_type, rows, cols, len(fixed), [c for c in pool if c not in pick], conds, d.order)
         if cols is None:
             self._reject(f"{family}: base rates would answer too much")
             return None
@@ -353,38 +354,36 @@ class WideTaskGenerator:
         c = c.model_copy(update={"format": column_format(row_type, c, year=year)})
         return c.model_copy(update={"header": header(row_type, c)})
 
-    def share(self, row_type: str, c: Column, rows: np.ndarray, conds=()) -> float:
+    def share(self, row_type: str, c: Column, rows: np.ndarray, conds=(), order=None) -> float:
         """What a fixed guess earns on a column as written (its format; dates within a month):
-        the base rate over the row type; for a count, the share of the commonest count among
-        ``rows`` (the group the question names, which a policy may condition on: "albums
-        released" by music companies is rarely 0), which bounds any fixed guess; a rank 1/rows.
+        the base rate over the row type (a count's too: counts are drawn only where no count is
+        common over the type, so a policy that conditions on the group learns little more), or
+        what that guess answers of ``rows`` when it answers more (a small table holding the
+        entity whose value the guess is, or rows the conditions make alike); a rank 1/rows.
         Where the question predicts more (the column runs through an entity on the path of one
         of ``conds``, or ``rows`` hold mostly one value of it: :mod:`fictionworld.tasks.guess`),
-        the best single answer's share of ``rows`` when it is larger."""
+        the best single answer's share of ``rows`` when it is larger; for the number a ranking
+        orders by (``order``), the type's extreme value's share where that is larger."""
         if c.aggregate == "rank":
             return 1.0 / max(1, len(rows))
-        if c.aggregate == "count":
-            values = [x.value for x in self.g.column(rows, c)]
-            return max(np.unique(values, return_counts=True)[1]) / len(values) if values else 0.0
         ev = column_eval(c, row_type, key=False, pick=0.0)
         base = self.base_rates.guess(row_type, c, ev, c.format).share
-        through = runs_through(c, conds)
-        if not (through or len(rows) >= DOMINANT_ROWS):
-            return base
         cells = [x for x in self.g.column(rows, c) if x is not None]
-        own = best_answer(c, ev, cells, c.format).share * len(cells) / max(1, len(rows))
-        return max(base, own) if through or own >= DOMINANT_SHARE else base
+        here = self.base_rates.share(row_type, c, ev, cells, c.format, through=runs_through(c, conds))
+        if order is not None and (c.path, c.attribute) == (order.path, order.attribute):
+            here = max(here, self.base_rates.extreme_share(row_type, c, ev, cells, highest=order.descending))
+        return max(base, here * len(cells) / max(1, len(rows)))
 
-    def _within_budget(self, row_type, rows, cols, n_fixed, spare, conds=()):
+    def _within_budget(self, row_type, rows, cols, n_fixed, spare, conds=(), order=None):
         """``cols`` (the key, ``n_fixed`` fixed columns, then the drawn ones) with the drawn
         columns a fixed guess answers most swapped for the unused ones it answers least (of the
         same depth class when it can) until the task's expected gain from guessing (the value
         columns' shares over the column count, an aggregate's counts and a ranking's ranks
         included) is at most ``knobs.guess_gain``; None if it cannot be."""
         cols = list(cols)
-        share = {c: self.share(row_type, c, rows, conds) for c in cols[1:]}
+        share = {c: self.share(row_type, c, rows, conds, order) for c in cols[1:]}
         spare = [self._written(row_type, c) for c in spare]
-        share |= {c: self.share(row_type, c, rows, conds) for c in spare}
+        share |= {c: self.share(row_type, c, rows, conds, order) for c in spare}
         spare.sort(key=lambda c: share[c])
         budget = self.knobs.guess_gain * len(cols)
         while sum(share[c] for c in cols[1:]) > budget + 1e-12:
@@ -403,7 +402,8 @@ class WideTaskGenerator:
 
     def _measured(self, task: Task) -> Task:
         """``task`` with each value column's guessability (the share of its gold cells the
-        base-rate guess answers, with the column's own metric) and the task's ``guess_gain``."""
+        base-rate guess answers, with the column's own metric; where the question predicts more,
+        the larger share of :meth:`share`'s rules) and the task's ``guess_gain``."""
         q, ev = task.graph_query, task.evaluation
         keys = set(ev.unique_columns)
         ans = evaluate(self.world, q, self.g)
@@ -412,10 +412,12 @@ class WideTaskGenerator:
             if name in keys:
                 continue
             cells = [row[j] for row in ans.cells]
-            # a count: the group's commonest count, as the budget counted it (share)
-            through = q.columns[j].aggregate == "count" or runs_through(q.columns[j], q.conditions)
-            shares[name] = round(self.base_rates.share(q.type, q.columns[j], ev.eval_pipeline[name], cells,
-                                                       through=through), 6)  # fmt: skip
+            col, e = q.columns[j], ev.eval_pipeline[name]
+            share = self.base_rates.share(q.type, col, e, cells, through=runs_through(col, q.conditions))
+            o = q.order
+            if o is not None and (col.path, col.attribute) == (o.path, o.attribute):  # a ranking's number
+                share = max(share, self.base_rates.extreme_share(q.type, col, e, cells, highest=o.descending))
+            shares[name] = round(share, 6)
         gain = sum(shares.values()) / max(1, len(task.gold.columns))
         diff = task.difficulty | {"guess_gain": round(gain, 6)}
         return task.model_copy(update={"guessability": shares, "difficulty": diff})
