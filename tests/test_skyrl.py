@@ -200,6 +200,21 @@ def test_the_gold_table_outside_an_answer_earns_nothing(world, items):
         assert all(isinstance(m["content"], str) for m in env.episode.env.messages)
 
 
+def test_a_rows_reward_config_chooses_abstention_aware_scoring(items):
+    """``extra_info.reward`` (or ``environment.skyrl_gym``'s env_config) is the env's
+    RewardConfig: ``{"abstention": true}`` keeps blank cells out of precision's denominator."""
+    from fictionworld.env.trainer import task_of
+
+    prompt, _, extras = next(x for x in items if len(task_of(x[2]["extra_info"]["task"]).gold.rows) >= 2)
+    task = task_of(extras["extra_info"]["task"])
+    keys = {task.gold.columns.index(k) for k in task.evaluation.unique_columns}
+    rows = [r if n == 0 else [c if j in keys else "N/A" for j, c in enumerate(r)] for n, r in enumerate(task.gold.rows)]
+    reply = hermes({"name": "answer", "arguments": {"text": task.gold.model_copy(update={"rows": rows}).markdown()}})
+    plain = replay(make(extras), prompt, [reply])[-2]["reward"]
+    aware = replay(make(extras, reward={"abstention": True}), prompt, [reply])[-2]["reward"]
+    assert aware > plain
+
+
 def test_reasoning_is_never_the_answer(world, items):
     """A hedge while thinking, the gold table in a block the template opened, or an answer call
     written while thinking: an error observation, the episode goes on, and "I don't know." after

@@ -101,6 +101,25 @@ def test_a_table_in_tool_output_is_never_the_answer(tasks):
     assert score_response(call_block("answer", {"text": task.answer}), task)["score"] == 1.0
 
 
+def test_score_response_scores_with_abstention_when_asked(tasks):
+    """Blank cells (N/A) leave precision's denominator with ``abstention``, wrong ones do not;
+    without it both cost alike (WideSearch's default)."""
+    task = next(t for t in tasks if t.kind == "wide" and len(t.gold.rows) >= 2)
+    keys = {task.gold.columns.index(k) for k in task.evaluation.unique_columns}
+    half = len(task.gold.rows) // 2
+
+    def answer(fill: str) -> str:
+        rows = [r if i < half else [c if j in keys else fill for j, c in enumerate(r)]
+                for i, r in enumerate(task.gold.rows)]  # fmt: skip
+        table = task.gold.model_copy(update={"rows": rows}).markdown(task.headers or None)
+        return call_block("answer", {"text": table})
+
+    blank, wrong = answer("N/A"), answer("zzqx")
+    assert score_response(blank, task)["score"] == pytest.approx(score_response(wrong, task)["score"])
+    assert score_response(blank, task, abstention=True)["score"] > score_response(blank, task)["score"]
+    assert score_response(wrong, task, abstention=True)["score"] == pytest.approx(score_response(wrong, task)["score"])
+
+
 def test_task_of_says_what_is_wrong(tasks):
     assert task_of(task_json(tasks[0])).instance_id == tasks[0].instance_id
     assert task_of(tasks[0].model_dump()).instance_id == tasks[0].instance_id

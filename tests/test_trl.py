@@ -96,6 +96,21 @@ def test_reset_takes_the_task_from_the_row_and_clears_the_episode(saved_world, t
     assert env.search(query=query) == fresh.search(query=query)  # nothing of the first episode leaks
 
 
+def test_the_envs_reward_config_chooses_abstention_aware_scoring(saved_world, tasks):
+    """``environment_factory``'s config takes the env's RewardConfig: ``reward={"abstention":
+    True}`` keeps blank cells out of precision's denominator."""
+    task = next(t for t in tasks if t.kind == "wide" and len(t.gold.rows) >= 2)
+    keys = {task.gold.columns.index(k) for k in task.evaluation.unique_columns}
+    rows = [r if n == 0 else [c if j in keys else "N/A" for j, c in enumerate(r)] for n, r in enumerate(task.gold.rows)]
+    table = task.gold.model_copy(update={"rows": rows}).markdown()
+    got = []
+    for env in (FictionWorldEnv(), FictionWorldEnv(reward={"abstention": True})):
+        env.reset(**dataset_row(task, saved_world))
+        env.answer(text=table)
+        got.append(env.get_reward())
+    assert got[1] > got[0]
+
+
 def test_reset_refuses_a_row_without_task_or_world(saved_world, tasks):
     row = dataset_row(tasks[0], saved_world)
     with pytest.raises(ValueError, match="task"):

@@ -188,6 +188,23 @@ def test_the_loader_finds_one_taskset_its_tool_only_harness_and_the_tasks(plugin
     assert fv.FictionWorldTask.toolsets(taskset.config.task) == []  # no per-rollout server: one world for all
 
 
+def test_the_taskset_scores_abstention_aware_when_configured(plugin, saved_world, tasks_file):
+    """``--env.taskset.abstention``: each task's answer is scored with blank cells out of
+    precision's denominator; off by default (WideSearch's score)."""
+    from types import SimpleNamespace
+
+    plain = list(vf.load_taskset(env_config(saved_world, tasks_file).taskset))
+    aware = list(vf.load_taskset(env_config(saved_world, tasks_file, abstention=True).taskset))
+    assert not any(t.data.abstention for t in plain) and all(t.data.abstention for t in aware)
+    i = next(i for i, t in enumerate(plain) if len(task_of(t.data.task_json).gold.rows) >= 2)
+    task = task_of(plain[i].data.task_json)
+    keys = {task.gold.columns.index(k) for k in task.evaluation.unique_columns}
+    rows = [r if n == 0 else [c if j in keys else "N/A" for j, c in enumerate(r)] for n, r in enumerate(task.gold.rows)]
+    reply = "<answer>\n" + task.gold.model_copy(update={"rows": rows}).markdown(task.headers or None) + "\n</answer>"
+    trace = SimpleNamespace(assistant_messages=[SimpleNamespace(content=reply)])
+    assert aware[i].scores(trace)["score"] > plain[i].scores(trace)["score"]
+
+
 def test_bad_configs_fail_when_the_taskset_loads(plugin, saved_world, tasks_file, tmp_path):
     with pytest.raises(ValueError, match="--env.taskset.world"):
         list(vf.load_taskset(env_config(saved_world, tasks_file, world="").taskset))

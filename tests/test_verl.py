@@ -320,6 +320,35 @@ def test_plain_tool_agent_loop_scored_by_verls_reward_manager(world, rows, train
     assert fv.compute_score("fictionworld", text, row["reward_model"]["ground_truth"])["score"] == 1.0
 
 
+def test_abstention_comes_from_verls_reward_kwargs_in_compute_score_and_our_loop(rows, trainer_config):
+    """``reward.custom_reward_function.reward_kwargs.abstention=True`` (what verl's
+    get_custom_reward_fn binds to compute_score) switches both compute_score and
+    FictionWorldAgentLoop, which scores trajectories itself, to the abstention-aware score."""
+    import copy
+
+    from omegaconf import open_dict
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    from fictionworld.env.trainer import task_of
+
+    task = task_of(rows[0]["reward_model"]["ground_truth"])
+    keys = {task.gold.columns.index(k) for k in task.evaluation.unique_columns}
+    blank = [
+        r if i == 0 else [c if j in keys else "N/A" for j, c in enumerate(r)] for i, r in enumerate(task.gold.rows)
+    ]
+    text = "<answer>\n" + task.gold.model_copy(update={"rows": blank}).markdown(task.headers or None) + "\n</answer>"
+    config = copy.deepcopy(trainer_config)  # as `+reward.custom_reward_function.reward_kwargs.abstention=True`
+    with open_dict(config):
+        config.reward.custom_reward_function.path = fv.__file__
+        config.reward.custom_reward_function.name = "compute_score"
+        config.reward.custom_reward_function.reward_kwargs = {"abstention": True}
+    assert fv._abstention(config) and not fv._abstention(trainer_config)
+    bound = get_custom_reward_fn(config)
+    plain = fv.compute_score("fictionworld", text, rows[0]["reward_model"]["ground_truth"])["score"]
+    assert bound(data_source="fictionworld", solution_str=text, ground_truth=rows[0]["reward_model"]["ground_truth"],
+                 extra_info={})["score"] > plain  # fmt: skip
+
+
 def test_concurrent_trajectories_keep_their_own_episode(world, rows, trainer_config, tokenizer):
     async def both():
         cls = fv.FictionWorldAgentLoop

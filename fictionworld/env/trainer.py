@@ -130,16 +130,17 @@ def task_json(task) -> str:
 
 
 def score_response(solution_str: str | None, task, *, recorded: str | None = None,
-                   max_answer_chars: int = 100_000) -> dict[str, float]:  # fmt: skip
+                   max_answer_chars: int = 100_000, abstention: bool = False) -> dict[str, float]:  # fmt: skip
     """:func:`reward_info` of a response: its :func:`final_answer` scored strictly against
-    ``task`` (a Task or its JSON). Never raises on the response."""
+    ``task`` (a Task or its JSON); ``abstention``: blank and N/A cells leave precision's
+    denominator (:func:`~fictionworld.scoring.strict.score`). Never raises on the response."""
     task = task_of(task)
     text = final_answer(solution_str, recorded)
     if text is None:
         return reward_info(None, answered=False)
     if len(text) > max_answer_chars:
         return reward_info(Scores(instance_id=task.instance_id, msg="answer too long"), answered=True)
-    return reward_info(score_strict(text, task), answered=True)
+    return reward_info(score_strict(text, task, abstention=abstention), answered=True)
 
 
 _WORLDS: dict[str, Future] = {}  # folder -> its world, loaded or loading

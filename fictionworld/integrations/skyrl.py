@@ -86,7 +86,8 @@ class FictionWorldTextEnv(BaseTextEnv):
         self.max_turns = int(extras.get("max_turns") or info.get("max_turns") or 30)
         self.episode = Episode(shared_world(info["world"]).web, task, seed=int(info.get("seed") or 0),
                                knobs=info.get("knobs") or None, tools=info.get("tools") or "basic",
-                               text_tags=True, max_turns=self.max_turns)  # fmt: skip
+                               text_tags=True, max_turns=self.max_turns,
+                               **({"reward": info["reward"]} if info.get("reward") else {}))  # fmt: skip
 
     def init(self, prompt):
         """The row's prompt as given, after the env's system message if it has none."""

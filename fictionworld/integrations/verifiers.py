@@ -94,11 +94,13 @@ class FictionWorldState(vf.State):
 class FictionWorldData(vf.TaskData):
     """A task's row: ``id`` its instance id, ``prompt`` its query, ``system_prompt`` the env's
     for ``search`` and ``open``; ``task_json`` the fictionworld task (gold table and evaluation
-    included), ``seed`` its episodes' fault seed, ``knobs`` the knob overrides of its episodes."""
+    included), ``seed`` its episodes' fault seed, ``knobs`` the knob overrides of its episodes,
+    ``abstention`` whether its answer is scored abstention-aware."""
 
     task_json: str = ""
     seed: int = 0
     knobs: dict[str, Any] = Field(default_factory=dict)
+    abstention: bool = False
 
 
 class FictionWorldTask(vf.Task[FictionWorldData, FictionWorldState]):
@@ -127,7 +129,7 @@ class FictionWorldTask(vf.Task[FictionWorldData, FictionWorldState]):
         the agent wrote outside reasoning blocks (the reply that ended the rollout, or, stopped
         earlier, its last words), as the env takes it."""
         texts = (content_text(m.content) for m in reversed(trace.assistant_messages))
-        return score_response(None, self.data.task_json, recorded=last_words(texts))
+        return score_response(None, self.data.task_json, recorded=last_words(texts), abstention=self.data.abstention)
 
 
 def _arg(tool: str, name: str):
@@ -180,6 +182,8 @@ class FictionWorldTasksetConfig(vf.TasksetConfig):
     """Draws each task's fault seed, as ``fictionworld export`` does (every rollout of a task sees one web)."""
     knobs: dict[str, Any] = Field(default_factory=dict)
     """Knob overrides for every rollout (:class:`~fictionworld.knobs.Knobs` fields), over the world's."""
+    abstention: bool = False
+    """Score answers abstention-aware: blank and N/A cells leave precision's denominator (``--env.taskset.abstention``)."""
 
 
 class FictionWorldTaskset(vf.Taskset[FictionWorldTask, FictionWorldTasksetConfig]):
@@ -191,7 +195,8 @@ class FictionWorldTaskset(vf.Taskset[FictionWorldTask, FictionWorldTasksetConfig
         _, rows = export_rows(c.tasks, c.world, val_fraction=0, seed=c.seed)
         prompt = system_prompt(TOOL_NAMES)
         return [FictionWorldTask(FictionWorldData(id=r.task.instance_id, prompt=r.task.query, system_prompt=prompt,
-                                                  task_json=task_json(r.task), seed=r.seed, knobs=c.knobs), c.task)
+                                                  task_json=task_json(r.task), seed=r.seed, knobs=c.knobs,
+                                                  abstention=c.abstention), c.task)
                 for r in rows]  # fmt: skip
 
     @classmethod

@@ -121,13 +121,17 @@ class FictionWorldTool(BaseTool):
 
 
 # -- reward -----------------------------------------------------------------------------------
-def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_info=None, **kwargs) -> dict:
+def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_info=None, *,
+                  abstention: bool = False, **kwargs) -> dict:  # fmt: skip
     """verl's custom reward function: :data:`REWARD_KEYS` (``score`` = strict item F1) of the
     answer recorded by the ``answer`` tool (``extra_info["fictionworld_answer"]``), else of the
     last ``answer`` call or ``<answer>`` tag in ``solution_str``; tool output is never scored.
-    ``ground_truth`` is the task JSON (a bad one raises ValueError); nothing else raises."""
+    ``abstention`` (``reward.custom_reward_function.reward_kwargs.abstention=True``, which
+    :class:`FictionWorldAgentLoop` reads too): the abstention-aware strict score. ``ground_truth`` is the task JSON (a bad one raises
+    ValueError); nothing else raises."""
     recorded = extra_info.get(ANSWER_KEY) if isinstance(extra_info, Mapping) else None
-    return score_response(solution_str if isinstance(solution_str, str) else None, ground_truth, recorded=recorded)
+    text = solution_str if isinstance(solution_str, str) else None
+    return score_response(text, ground_truth, recorded=recorded, abstention=bool(abstention))
 
 
 # -- agent loop -------------------------------------------------------------------------------
@@ -158,13 +162,15 @@ class FictionWorldAgentLoop(ToolAgentLoop):
         super().__init__(*args, **kwargs)
         if type(self.tool_parser) is HermesToolParser:
             self.tool_parser = HermesOutsideReasoning(self.tokenizer)
+        self.abstention = _abstention(self.config)
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         output = await super().run(sampling_params, priority, **kwargs)
         # what verl's reward manager would score: the decoded response (an <answer> tag counts
         # there too) and the answer the tool recorded
         text = self.tokenizer.decode(output.response_ids, skip_special_tokens=True)
-        info = score_response(text, _row_task(kwargs), recorded=output.extra_fields.get(ANSWER_KEY))
+        info = score_response(text, _row_task(kwargs), recorded=output.extra_fields.get(ANSWER_KEY),
+                              abstention=self.abstention)  # fmt: skip
         output.reward_score = info["score"]
         output.extra_fields["reward_extra_info"] = info
         return output
@@ -172,6 +178,15 @@ class FictionWorldAgentLoop(ToolAgentLoop):
     async def _handle_processing_tools_state(self, agent_data: AgentData) -> AgentState:
         state = await super()._handle_processing_tools_state(agent_data)
         return AgentState.TERMINATED if ANSWER_KEY in agent_data.extra_fields else state
+
+
+def _abstention(config) -> bool:
+    """``reward.custom_reward_function.reward_kwargs.abstention`` of a verl config (what
+    :func:`compute_score` is called with), False where unset."""
+    try:
+        return bool(config.reward.custom_reward_function.reward_kwargs.get("abstention", False))
+    except AttributeError:  # (no such section: a config without a custom reward function)
+        return False
 
 
 def _row_task(row: Mapping):
