@@ -205,7 +205,7 @@ def test_parquet_loads_through_rlhf_dataset(export, tokenizer, trainer_config):
 
 def test_script_overrides_compose(trainer_config, export):
     mt = trainer_config.actor_rollout_ref.rollout.multi_turn
-    assert mt.enable and mt.format == "hermes" and mt.max_tool_response_length > 2000
+    assert mt.enable and mt.format == fv.TOOL_FORMAT and mt.max_tool_response_length > 2000
     assert trainer_config.algorithm.adv_estimator == "grpo"
     assert trainer_config.actor_rollout_ref.rollout.agent.agent_loop_config_path == str(Path(export["agent_loop"]))
     assert OmegaConf.load(export["agent_loop"])[0]["_target_"] == "fictionworld.integrations.verl.FictionWorldAgentLoop"
@@ -426,15 +426,17 @@ def test_reasoning_is_never_read_as_the_answer(world, rows, trainer_config, toke
     _, out = run(trajectory(fv.FictionWorldAgentLoop, trainer_config, tokenizer,
                             [f"<think>I have it.</think>{answer_call}"], row))  # fmt: skip
     assert out.reward_score == 1.0
-    # verl's own loop runs a call written while thinking, unless multi_turn.format names our parser
+    # verl's own loop with its Hermes parser runs a call written while thinking; the exported
+    # script names our parser as multi_turn.format, which verl's tool_agent loop then uses too
     from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
 
     replies = hedges[2]
-    _, out = run(trajectory(ToolAgentLoop, trainer_config, tokenizer, replies, row))
+    plain = OmegaConf.create(OmegaConf.to_container(trainer_config))
+    plain.actor_rollout_ref.rollout.multi_turn.format = "hermes"
+    _, out = run(trajectory(ToolAgentLoop, plain, tokenizer, replies, row))
     assert fv.ANSWER_KEY in out.extra_fields  # (verl's Hermes parser)
-    ours = OmegaConf.create(OmegaConf.to_container(trainer_config))
-    ours.actor_rollout_ref.rollout.multi_turn.format = fv.TOOL_FORMAT
-    _, out = run(trajectory(ToolAgentLoop, ours, tokenizer, replies, row))
+    assert trainer_config.actor_rollout_ref.rollout.multi_turn.format == fv.TOOL_FORMAT
+    _, out = run(trajectory(ToolAgentLoop, trainer_config, tokenizer, replies, row))
     assert fv.ANSWER_KEY not in out.extra_fields and "Unknown" not in tokenizer.decode(out.response_ids)
 
 

@@ -39,8 +39,8 @@ prompt (:func:`~fictionworld.env.trainer.system_message`) says so. A reply with 
 verl's loop and is scored like any other text: no answer in it, reward 0. Reasoning blocks
 (``<think>…</think>``) are never read as answers or calls: :func:`compute_score` and the loop's
 score leave them out, and :class:`FictionWorldAgentLoop` parses calls outside them
-(:class:`HermesOutsideReasoning`; verl's own Hermes parser, which ``tool_agent`` uses unless
-``multi_turn.format`` names ours, runs a call written inside one).
+(:class:`HermesOutsideReasoning`, which the exported script names as ``multi_turn.format`` for
+verl's ``tool_agent`` loop too; verl's own Hermes parser runs a call written inside one).
 
 Needs ``verl`` (the ``[verl]`` extra), imported only by this module; the export itself
 (:mod:`fictionworld.integrations.verl_export`, re-exported here) does not.
@@ -62,12 +62,18 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from fictionworld.env.reasoning import without_reasoning
 from fictionworld.env.trainer import Episode, score_response, shared_world_async
-from fictionworld.integrations.verl_export import AGENT_NAME, ANSWER_KEY, DATA_SOURCE, export_verl, verl_tool_schema
+from fictionworld.integrations.verl_export import (
+    AGENT_NAME,
+    ANSWER_KEY,
+    DATA_SOURCE,
+    TOOL_FORMAT,
+    export_verl,
+    verl_tool_schema,
+)
 
 __all__ = ["FictionWorldTool", "FictionWorldAgentLoop", "HermesOutsideReasoning", "compute_score", "export_verl",
            "verl_tool_schema", "ANSWER_KEY", "AGENT_NAME", "DATA_SOURCE", "TOOL_FORMAT"]  # fmt: skip
 
-TOOL_FORMAT = "fictionworld_hermes"  # multi_turn.format of HermesOutsideReasoning
 
 # One episode per trajectory, keyed on verl's AgentData: gone when verl drops the trajectory.
 _EPISODES: weakref.WeakKeyDictionary[AgentData, Episode] = weakref.WeakKeyDictionary()
@@ -140,8 +146,9 @@ class HermesOutsideReasoning(HermesToolParser):
     """verl's Hermes parser, reading ``<tool_call>`` blocks only outside reasoning blocks (the
     env's rule, :mod:`fictionworld.env.reasoning`): verl's own runs every block of the reply,
     so an ``answer`` call written while thinking ("maybe …, let me search more") would be
-    taken. :class:`FictionWorldAgentLoop` uses it in place of verl's; with verl's
-    ``tool_agent`` loop, set ``actor_rollout_ref.rollout.multi_turn.format=fictionworld_hermes``."""
+    taken. :class:`FictionWorldAgentLoop` uses it in place of verl's; the exported script sets
+    ``actor_rollout_ref.rollout.multi_turn.format=fictionworld_hermes`` for verl's ``tool_agent``
+    loop too."""
 
     async def extract_tool_calls(self, responses_ids: list[int], tools=None):
         loop = asyncio.get_running_loop()

@@ -24,6 +24,9 @@ ADAPTER = "fictionworld.integrations.verl"  # the module of the tool and agent-l
 ANSWER_KEY = "fictionworld_answer"  # agent_data.extra_fields key of the recorded answer
 AGENT_NAME = "fictionworld_agent"
 DATA_SOURCE = "fictionworld"
+# multi_turn.format: verl's Hermes parser reading calls outside reasoning blocks, registered when
+# verl imports ADAPTER (agent_loop.yaml names it, whichever loop is the default)
+TOOL_FORMAT = "fictionworld_hermes"
 # verl 0.9.1's ``Tracking.supported_backend`` (verl/utils/tracking.py): what trainer.logger may list.
 LOGGERS = ("wandb", "mlflow", "swanlab", "vemlp_wandb", "tensorboard", "console", "clearml", "trackio", "file",
            "rl_insight")  # fmt: skip
@@ -196,7 +199,7 @@ def _overrides(*, model_path, max_prompt_length, max_response_length, max_tool_r
         "actor_rollout_ref.rollout.mode=async",
         f"actor_rollout_ref.rollout.n={n}",
         f"{mt}.enable=True",
-        f"{mt}.format=hermes",
+        f"{mt}.format={TOOL_FORMAT}",
         f"{mt}.tool_config_path=$HERE/tools.yaml",
         f"{mt}.max_tool_response_length={max_tool_response_length}",
         f"{mt}.max_parallel_calls={max_parallel_calls}",
