@@ -166,6 +166,22 @@ def test_a_bad_page_is_retried_with_feedback_then_replaced_by_the_template(world
     assert m.cache.counts() == {"fallback": 1}  # the failure is stored too: the URL stays stable
 
 
+def test_stored_pages_are_kept_apart_by_the_template_renderer_version(web, person_row, monkeypatch):
+    """A page that failed verification is stored as the template's text: a new template renderer
+    (render.RENDERER) must not serve the old one from the cache."""
+    import fictionworld.worldmodel.sglang as sg
+
+    cache = RenderCache(None)
+    with ScriptedOpenAIServer(lambda req: "not a page") as srv:
+        model(web, srv.base_url, cache=cache, max_attempts=1)
+        web.open(web.pages.urls[person_row])
+        assert cache.counts() == {"fallback": 1}
+        monkeypatch.setattr(sg, "RENDERER", "template-v999")
+        again = model(web, srv.base_url, cache=cache, max_attempts=1)
+        web.open(web.pages.urls[person_row])
+    assert again.stats.summary()["cache_hits"] == 0 and cache.counts() == {"fallback": 2}
+
+
 def test_a_bad_first_page_then_a_good_one_is_served(world, web, person_row):
     bad, _ = _bad_pages("contradicts a date", world, web, person_row)
     good = wrap(restyled(web.pages.text(person_row)))

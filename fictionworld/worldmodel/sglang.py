@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from fictionworld.knobs import Knobs
 from fictionworld.web.model import Hit, TemplateWorldModel
 from fictionworld.web.pages import Page, PageNotFound, SearchResult
+from fictionworld.web.render import RENDERER
 from fictionworld.worldmodel.cache import RenderCache
 from fictionworld.worldmodel.client import ServerUnreachable, WorldModelClient
 from fictionworld.worldmodel.config import QWEN_AGENTWORLD_SAMPLING
@@ -128,7 +129,9 @@ class SGLangWorldModel:
             path = getattr(web.world, "path", None)
             cache = RenderCache(path / "renders.sqlite" if path is not None else None)
         self.cache = cache
-        self.ns = f"{web.world.world_hash[:16]}|{model}|{PROMPT_VERSION}"
+        # what a stored page depends on: the world, the model, the prompts, and the template
+        # renderer (a page that failed verification is stored as the template's)
+        self.ns = f"{web.world.world_hash[:16]}|{model}|{PROMPT_VERSION}|{RENDERER}"
         self.max_attempts, self.max_tokens, self.cooldown = int(max_attempts), int(max_tokens), float(cooldown)
         self.kinds = frozenset(kinds)
         self.stats = FidelityStats()
