@@ -1,6 +1,7 @@
 """Fingerprints of what a refactor must keep byte-identical: the world hash, every saved file
 (tantivy segment files keyed by suffix: their names are random), every page's text, tasks
-(wide, deep, mixed) and search results for a fixed query set, on four seeds.
+(wide, deep, mixed, and wide with every family at any guess gain) and search results for a
+fixed query set, on four seeds.
 
     python benchmarks/snapshot.py write before.json      # on the old commit
     python benchmarks/snapshot.py write after.json       # on the new one
@@ -15,7 +16,7 @@ import pathlib
 import sys
 import tempfile
 
-WORLDS = ((0, 600), (7, 600), (11, 2000), (3, 1500))
+WORLDS = ((0, 1500), (7, 1500), (11, 2000), (3, 1500))  # big enough for default wide tasks
 QUERIES = ("Glasworks", "films released in 1998", "Albums released in 1998", "companies founded in 1990",
            "people born in 1970", "novel", "university", "city", "band", "Kevesz Glasworks", "2", "the")  # fmt: skip
 
@@ -26,7 +27,9 @@ def _h(data: bytes, size: int = 16) -> str:
 
 def snapshot() -> dict:
     import fictionworld as fw
+    from fictionworld.tasks.families import WIDE_FAMILIES
     from fictionworld.tasks.generate import generate_tasks
+    from fictionworld.tasks.wide import TaskKnobs
     from fictionworld.web import Web
 
     out = {}
@@ -38,6 +41,8 @@ def snapshot() -> dict:
         for kind in ("wide", "deep", "mixed"):
             tasks = generate_tasks(w, 12, kind=kind, seed=seed)  # (fw.make_tasks; older commits lack it)
             d[f"tasks_{kind}"] = _h("\n".join(t.model_dump_json() for t in tasks).encode())
+        loose = generate_tasks(w, 24, kind="wide", seed=seed, knobs=TaskKnobs(guess_gain=1, families=WIDE_FAMILIES))
+        d["tasks_wide_loose"] = _h("\n".join(t.model_dump_json() for t in loose).encode())
         with tempfile.TemporaryDirectory() as td:
             w.save(pathlib.Path(td) / "w")
             files = {}
@@ -59,11 +64,12 @@ def compare(a: dict, b: dict) -> int:
             if name == "search":
                 for q, results in value.items():
                     if results != b[world][name].get(q):
+                        differences += 1
                         print(f"search changed: world {world}, query|page {q!r}")
             elif value != b[world].get(name):
                 differences += 1
                 print(f"DIFFERENT: world {world}, {name}")
-    print("identical: world, pages, tasks, files" if not differences else f"{differences} differences")
+    print("identical: world, pages, tasks, files, searches" if not differences else f"{differences} differences")
     return 1 if differences else 0
 
 
