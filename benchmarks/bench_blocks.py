@@ -1,4 +1,4 @@
-"""Generation in block tasks (generators/blocks.py) against its peer in the same run: the same
+"""Generation in block tasks (fictionworld/generators/blocks.py) against its peer in the same run: the same
 generators with every type in one block (``generation_block`` above every type's size: how
 the graph was generated before blocks, one process, one pass), then the blocks in this process,
 then the blocks on local worker processes. Each runs in a fresh process tree whose RSS is
@@ -18,7 +18,7 @@ GENERATE = """
 import json, sys, time
 from fictionworld.executors import LocalTasks
 from fictionworld.spec import default_spec
-from generators import generate_world
+from fictionworld.generators import generate_world
 n, block, workers = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 spec = default_spec(n).model_copy(update={"generation_block": block})
 tasks = None

@@ -40,7 +40,7 @@ n, peer_max, profile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 import fictionworld as fw
 from fictionworld.gazetteer import real_place_names, famous_people
 from fictionworld.spec import default_spec
-from generators import generate_world
+from fictionworld.generators import generate_world
 t = time.perf_counter(); real_place_names(); famous_people(); t_gaz = time.perf_counter() - t
 spec = default_spec(n)
 if profile:
@@ -66,10 +66,10 @@ t = time.perf_counter()
 for _ in range(k): fk.name()
 out["faker_names_per_s"] = k / (time.perf_counter() - t)
 out["our_person_gen_per_s"] = None
-import generators.people as gp
-from generators.base import GenContext
+import fictionworld.generators.people as gp
+from fictionworld.generators.base import GenContext
 ctx = GenContext(spec, 1)
-import generators.places as pl
+import fictionworld.generators.places as pl
 pl.generate_places(ctx)
 t = time.perf_counter(); gp.generate_people(ctx); out["our_person_gen_per_s"] = persons / (time.perf_counter() - t)
 if n <= peer_max:

@@ -68,7 +68,7 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def throughput(args, wdir: Path, rec: Record) -> None:
-    from rollout.pool import RolloutPool, init_ray, make_jobs
+    from fictionworld.rollouts.pool import RolloutPool, init_ray, make_jobs
 
     world = fw.World.load(wdir)  # the driver needs the tasks only; the actors load their own copy
     tasks = generate_tasks(world, args.tasks, kind="mixed", seed=0)

@@ -25,12 +25,12 @@ from record import Record, add_options  # (beside this script: its directory is 
 
 import fictionworld as fw
 from fictionworld.env import EnvConfig, SearchEnv
+from fictionworld.rollouts.agents.explorer import explore
+from fictionworld.rollouts.agents.oracle import OracleAgent
+from fictionworld.rollouts.episode import run_episode
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.tasks.presets import PRESETS, WORLD_ENTITIES
 from fictionworld.tasks.stats import AnswerPages, task_stats
-from rollout.agents.explorer import explore
-from rollout.agents.oracle import OracleAgent
-from rollout.episode import run_episode
 
 
 def log(msg: str) -> None:

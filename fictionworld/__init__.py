@@ -110,7 +110,7 @@ def __getattr__(name: str) -> Any:
 def generate(seed: int, entities: int | None = None, spec: WorldSpec | None = None, progress=None) -> World:
     """A world from ``spec`` (default: :func:`default_spec`), scaled to ``entities`` if given.
     Same seed and spec, same world (and ``world_hash``) on any machine."""
-    from generators import generate_world
+    from fictionworld.generators import generate_world
 
     if spec is None:
         spec = default_spec(entities or 10_000)
@@ -170,8 +170,8 @@ def score(response: str, task: Task, *, mode: str = "strict", **options) -> Scor
 
 def rollout(world_dir, tasks, *, agent: str = "oracle", samples: int = 1, seed: int = 0, **options):
     """Episodes of ``agent`` on ``tasks`` over the saved world ``world_dir``, run on a local Ray
-    cluster (see :func:`rollout.pool.run_rollouts` for ``workers``, ``out``, ``env_config`` …)."""
-    from rollout.pool import make_jobs, run_rollouts
+    cluster (see :func:`fictionworld.rollouts.pool.run_rollouts` for ``workers``, ``out``, ``env_config`` …)."""
+    from fictionworld.rollouts.pool import make_jobs, run_rollouts
 
     return run_rollouts(world_dir, make_jobs(tasks, samples, seed), agent=agent, **options)
 

@@ -17,8 +17,8 @@ def check_determinism(seed: int = 0, entities: int = 1_000, spec=None) -> list[s
     >>> check_determinism(seed=1, entities=300)
     []
     """
+    from fictionworld.generators import generate_world
     from fictionworld.spec import default_spec
-    from generators import generate_world
 
     spec = (spec or default_spec()).scaled(entities)
     first = generate_world(spec, seed).world_hash

@@ -152,7 +152,7 @@ def _fact_loaders(path: Path, entities: EntityTable, before_read: Callable[[str]
     sources = loader(lambda t: dict(zip(("source", "sources"), _sources(col("source"), file))))
 
     def ints(name: str, field: str, na, dtype):
-        return loader(lambda t: {field: _ints(col(name), na, dtype)})
+        return loader(lambda t: {field: int_column(col(name), na, dtype)})
 
     return {
         "id": ints("id", "id", 0, np.int64),
@@ -160,11 +160,11 @@ def _fact_loaders(path: Path, entities: EntityTable, before_read: Callable[[str]
             lambda t: {"subject": _codes(col("subject"), entity_ids(), "entity id", file).astype(np.int32)}
         ),
         "object": loader(lambda t: {"object": _objects(col("object"), entity_ids(), file)}),
-        "predicate": loader(lambda t: {"predicate": _predicates(col("predicate"), file)}),
+        "predicate": loader(lambda t: {"predicate": predicate_codes(col("predicate"), file)}),
         "v_int": ints("value_int", "v_int", NA_INT, np.int64),
         "v_float": loader(lambda t: {"v_float": col("value_float").fill_null(np.nan).to_numpy().astype(np.float64)}),
         "v_date": ints("value_date", "v_date", int(NA_DATE), np.int32),
-        "v_text": loader(lambda t: {"v_text": _texts(col("value_text"))}),
+        "v_text": loader(lambda t: {"v_text": text_column(col("value_text"))}),
         "start": ints("start", "start", int(NA_DATE), np.int32),
         "end": ints("end", "end", int(NA_DATE), np.int32),
         "source": sources,
@@ -304,7 +304,7 @@ def _entities_from(t: pa.Table, path: Path) -> EntityTable:
     return table
 
 
-def _ints(col: pa.ChunkedArray, na, dtype) -> np.ndarray:
+def int_column(col: pa.ChunkedArray, na, dtype) -> np.ndarray:
     if pa.types.is_date32(col.type):
         col = col.cast(pa.int32())
     return col.fill_null(na).to_numpy().astype(dtype)
@@ -315,7 +315,7 @@ def _objects(col: pa.ChunkedArray, ids: pa.Array, file: str) -> np.ndarray:
     return np.where(col.is_null().to_numpy(zero_copy_only=False), -1, obj).astype(np.int32)
 
 
-def _predicates(col: pa.ChunkedArray, file: str) -> np.ndarray:
+def predicate_codes(col: pa.ChunkedArray, file: str) -> np.ndarray:
     return _codes(col, list(PREDICATES), "predicate", file).astype(np.int16)
 
 
@@ -325,7 +325,7 @@ def _sources(col: pa.ChunkedArray, file: str) -> tuple[np.ndarray, tuple[str, ..
     return _codes(col, sources, "source", file).astype(np.int16), tuple(sources)
 
 
-def _texts(col: pa.ChunkedArray) -> np.ndarray:
+def text_column(col: pa.ChunkedArray) -> np.ndarray:
     text = np.empty(len(col), dtype=object)
     text[:] = col.to_pylist()
     return text
@@ -336,16 +336,16 @@ def _facts_from(t: pa.Table, entities: EntityTable, path: Path) -> FactTable:
     ids = pa.array(entities.ids.tolist(), pa.string())
     source, sources = _sources(t.column("source"), file)
     return FactTable(
-        id=_ints(t.column("id"), 0, np.int64),
+        id=int_column(t.column("id"), 0, np.int64),
         subject=_codes(t.column("subject"), ids, "entity id", file).astype(np.int32),
-        predicate=_predicates(t.column("predicate"), file),
+        predicate=predicate_codes(t.column("predicate"), file),
         object=_objects(t.column("object"), ids, file),
-        v_int=_ints(t.column("value_int"), NA_INT, np.int64),
+        v_int=int_column(t.column("value_int"), NA_INT, np.int64),
         v_float=t.column("value_float").fill_null(np.nan).to_numpy().astype(np.float64),
-        v_date=_ints(t.column("value_date"), int(NA_DATE), np.int32),
-        v_text=_texts(t.column("value_text")),
-        start=_ints(t.column("start"), int(NA_DATE), np.int32),
-        end=_ints(t.column("end"), int(NA_DATE), np.int32),
+        v_date=int_column(t.column("value_date"), int(NA_DATE), np.int32),
+        v_text=text_column(t.column("value_text")),
+        start=int_column(t.column("start"), int(NA_DATE), np.int32),
+        end=int_column(t.column("end"), int(NA_DATE), np.int32),
         source=source,
         sources=sources,
     )

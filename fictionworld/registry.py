@@ -155,13 +155,13 @@ _BUILTINS: tuple[tuple[str, Kind, str, tuple[str, ...], str, dict], ...] = (
      "denominator, a wrong cell does not", {"abstention": True}),
     ("fictionworld/CompatScorer-v0", "scorer", "fictionworld.scoring.compat:score_compat", ("compat",),
      "the official WideSearch evaluator's semantics", {}),
-    ("fictionworld/Oracle-v0", "agent", "rollout.agents.oracle:OracleAgent", ("oracle",),
+    ("fictionworld/Oracle-v0", "agent", "fictionworld.rollouts.agents.oracle:OracleAgent", ("oracle",),
      "scripted agent that knows each task's provenance (an upper bound)", {}),
-    ("fictionworld/Baseline-v0", "agent", "rollout.agents.baseline:BaselineAgent", ("baseline",),
+    ("fictionworld/Baseline-v0", "agent", "fictionworld.rollouts.agents.baseline:BaselineAgent", ("baseline",),
      "scripted search-and-read agent with a tunable strategy", {}),
-    ("fictionworld/Explorer-v0", "agent", "rollout.agents.explorer:ExplorerAgent", ("explorer",),
+    ("fictionworld/Explorer-v0", "agent", "fictionworld.rollouts.agents.explorer:ExplorerAgent", ("explorer",),
      "scripted agent that knows only the question: lists, checks and reads everything through the tools", {}),
-    ("fictionworld/OpenAI-v0", "agent", "rollout.agents.openai_agent:OpenAIAgent", ("openai",),
+    ("fictionworld/OpenAI-v0", "agent", "fictionworld.rollouts.agents.openai_agent:OpenAIAgent", ("openai",),
      "an LLM behind an OpenAI-compatible chat API", {}),
 )  # fmt: skip
 

@@ -71,7 +71,7 @@ class WorldSpec(BaseModel):
     exclude_relations: tuple[str, ...] = ()
     web: WebSpec = WebSpec()  # how the web is rendered, and the default episode knobs
     # Each type's entities are generated in blocks of this many, one task each
-    # (generators/blocks.py): the block, not the number of workers, fixes every draw.
+    # (fictionworld/generators/blocks.py): the block, not the number of workers, fixes every draw.
     generation_block: int = Field(GENERATION_BLOCK, ge=64, le=1 << 24)
 
     @field_validator("present")

@@ -362,12 +362,12 @@ def load_world(path: str | Path, *, verify: bool | str = True) -> World:
     if mode == "content":
         ent = read_table(path, "entities.parquet", tuple(ENTITY_SCHEMA.names), ["type", "culture"])
         facts = read_table(path, "facts.parquet", FACT_COLUMNS, [])
-        _check_counts(path, ent.num_rows, facts.num_rows, counts)
+        check_counts(path, ent.num_rows, facts.num_rows, counts)
         entities, fact_table = read_tables(path, ent, facts)
     else:
-        n_ent = _footer(path, "entities.parquet", tuple(ENTITY_SCHEMA.names))
-        n_facts = _footer(path, "facts.parquet", FACT_COLUMNS)
-        _check_counts(path, n_ent, n_facts, counts)
+        n_ent = footer_rows(path, "entities.parquet", tuple(ENTITY_SCHEMA.names))
+        n_facts = footer_rows(path, "facts.parquet", FACT_COLUMNS)
+        check_counts(path, n_ent, n_facts, counts)
         entities, fact_table = lazy_tables(path, n_ent, n_facts, before_read=check)
     world = World(
         spec=spec,
@@ -385,7 +385,7 @@ def load_world(path: str | Path, *, verify: bool | str = True) -> World:
     return world
 
 
-def _check_counts(path: Path, entities: int, facts: int, counts: dict) -> None:
+def check_counts(path: Path, entities: int, facts: int, counts: dict) -> None:
     if entities != counts.get("entities") or facts != counts.get("facts"):
         raise WorldFormatError(
             f"{path}: row counts ({entities} entities, {facts} facts) differ from "
@@ -393,7 +393,7 @@ def _check_counts(path: Path, entities: int, facts: int, counts: dict) -> None:
         )
 
 
-def _footer(path: Path, name: str, columns: tuple[str, ...]) -> int:
+def footer_rows(path: Path, name: str, columns: tuple[str, ...]) -> int:
     """Row count of a Parquet file, from its footer (which must read, with every column)."""
     file = path / name
     if not file.exists():

@@ -22,10 +22,10 @@ import pyarrow.parquet as pq
 from fictionworld.dates import NA_DATE
 from fictionworld.reading import (
     WorldFormatError,
-    _ints,
-    _predicates,
-    _texts,
+    int_column,
     lazy_tables,
+    predicate_codes,
+    text_column,
     unreadable,
 )
 from fictionworld.schema import PREDICATES
@@ -45,14 +45,14 @@ class SavedWorld:
 
     def __init__(self, path: str | Path):
         from fictionworld.spec import WorldSpec
-        from fictionworld.storage import ENTITY_SCHEMA, FACT_COLUMNS, _check_counts, _footer, read_manifest
+        from fictionworld.storage import ENTITY_SCHEMA, FACT_COLUMNS, check_counts, footer_rows, read_manifest
 
         self.path = Path(path)
         self.manifest = read_manifest(self.path)
         self.spec = WorldSpec.model_validate(self.manifest["spec"])
-        n_ent = _footer(self.path, "entities.parquet", tuple(ENTITY_SCHEMA.names))
-        n_facts = _footer(self.path, "facts.parquet", FACT_COLUMNS)
-        _check_counts(self.path, n_ent, n_facts, self.manifest["counts"])
+        n_ent = footer_rows(self.path, "entities.parquet", tuple(ENTITY_SCHEMA.names))
+        n_facts = footer_rows(self.path, "facts.parquet", FACT_COLUMNS)
+        check_counts(self.path, n_ent, n_facts, self.manifest["counts"])
         self.entities, _ = lazy_tables(self.path, n_ent, n_facts)
         self.n_facts = n_facts
         self.file = self.path / "facts.parquet"
@@ -78,14 +78,14 @@ class SavedWorld:
         """Facts per (row group, predicate code), from the predicate column alone."""
         out = np.zeros((self.row_groups, len(PREDICATES)), np.int64)
         for g in range(self.row_groups):
-            p = _predicates(self.read(g, ["predicate"]).column("predicate"), str(self.file))
+            p = predicate_codes(self.read(g, ["predicate"]).column("predicate"), str(self.file))
             out[g] = np.bincount(p, minlength=len(PREDICATES))
         return out
 
     def column(self, name: str, groups=None) -> Iterator[np.ndarray]:
         """One decoded integer column (``id``, ``start``, ...), a row group at a time."""
         for g in range(self.row_groups) if groups is None else groups:
-            yield _ints(self.read(g, [name]).column(name), 0, np.int64)
+            yield int_column(self.read(g, [name]).column(name), 0, np.int64)
 
     def facts(self, groups, codes, columns=FACT_READ) -> FactTable:
         """Every fact whose predicate code is in ``codes``, from row groups ``groups`` (in file
@@ -97,7 +97,7 @@ class SavedWorld:
         parts = []
         for g in groups:
             t = self.read(g, columns)
-            keep = want[_predicates(t.column("predicate"), str(self.file))]
+            keep = want[predicate_codes(t.column("predicate"), str(self.file))]
             if keep.all():  # (a filter keeping every row still copies them all)
                 parts.append(self._decode(t))
             elif keep.any():
@@ -111,7 +111,7 @@ class SavedWorld:
             return decode(t.column(name)) if name in t.column_names else np.full(t.num_rows, fill, dtype)
 
         def ints(name, na, dtype):
-            return col(name, lambda c: _ints(c, na, dtype), na, dtype)
+            return col(name, lambda c: int_column(c, na, dtype), na, dtype)
 
         def ids(c, allow_null=False):
             return self.entity_rows(c, "entity id", allow_null).astype(np.int32)
@@ -119,12 +119,12 @@ class SavedWorld:
         return FactTable(
             id=ints("id", 0, np.int64),
             subject=col("subject", ids, 0, np.int32),
-            predicate=_predicates(t.column("predicate"), str(self.file)),
+            predicate=predicate_codes(t.column("predicate"), str(self.file)),
             object=col("object", lambda c: ids(c, True), -1, np.int32),
             v_int=ints("value_int", NA_INT, np.int64),
             v_float=col("value_float", lambda c: c.fill_null(np.nan).to_numpy().astype(np.float64), np.nan, np.float64),
             v_date=ints("value_date", int(NA_DATE), np.int32),
-            v_text=col("value_text", _texts, None, object),
+            v_text=col("value_text", text_column, None, object),
             start=ints("start", int(NA_DATE), np.int32),
             end=ints("end", int(NA_DATE), np.int32),
             source=np.zeros(t.num_rows, np.int16),
@@ -203,15 +203,15 @@ def stream_world_hash(path: str | Path) -> str:
     _update_strings(h, len(e), ent.strings("aliases", lambda c: pc.binary_join(c, "\x1e").fill_null("").to_pylist()))
     file = str(w.file)
     decoders = (  # the fact columns in the hash's order: (file column, decoder, dtype)
-        ("id", lambda c: _ints(c, 0, np.int64), "<i8"),
+        ("id", lambda c: int_column(c, 0, np.int64), "<i8"),
         ("subject", lambda c: w.entity_rows(c, "entity id"), "<i4"),
-        ("predicate", lambda c: _predicates(c, file), "<i2"),
+        ("predicate", lambda c: predicate_codes(c, file), "<i2"),
         ("object", lambda c: w.entity_rows(c, "entity id", allow_null=True), "<i4"),
-        ("value_int", lambda c: _ints(c, NA_INT, np.int64), "<i8"),
+        ("value_int", lambda c: int_column(c, NA_INT, np.int64), "<i8"),
         ("value_float", lambda c: c.fill_null(np.nan).to_numpy().astype(np.float64), "<f8"),
-        ("value_date", lambda c: _ints(c, int(NA_DATE), np.int32), "<i4"),
-        ("start", lambda c: _ints(c, int(NA_DATE), np.int32), "<i4"),
-        ("end", lambda c: _ints(c, int(NA_DATE), np.int32), "<i4"),
+        ("value_date", lambda c: int_column(c, int(NA_DATE), np.int32), "<i4"),
+        ("start", lambda c: int_column(c, int(NA_DATE), np.int32), "<i4"),
+        ("end", lambda c: int_column(c, int(NA_DATE), np.int32), "<i4"),
     )
     groups = range(w.row_groups)
     for col, decode, dt in decoders:

@@ -45,9 +45,11 @@ GROUPS = "FICTIONWORLD_TEST_GROUPS"  # under xdist: the file of each test's grou
 # own: Ray records its sessions there, which is how a test that starts Ray unmarked is caught
 # (below), and a rollout in one process (``ray.init()`` with no address) never joins a cluster
 # that another process started. (Set here, not inherited: xdist's workers are the main process's
-# children.)
+# children.) The run's id keeps two test runs on one machine apart (worker gw0 of each would share
+# a directory, and each would charge the other's sessions to its own tests).
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID", f"p{os.getpid()}")[:8]
 RAY_TMPDIR = os.environ["RAY_TMPDIR"] = os.path.join(
-    tempfile.gettempdir(), f"ray-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    tempfile.gettempdir(), f"ray-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{_RUN}"
 )
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # Beside another worker, torch's (and BLAS's) second thread only spins against it: the TRL
@@ -150,7 +152,7 @@ def shared_ray():
     `ray`); a module-scoped fixture calls this, and its module is marked `ray`."""
     import ray
 
-    from rollout.pool import init_ray
+    from fictionworld.rollouts.pool import init_ray
 
     if not ray.is_initialized():
         init_ray(num_cpus=2)
@@ -240,12 +242,12 @@ def files(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture
 def no_ray(monkeypatch):
     """Fails the test if anything starts Ray."""
-    import rollout.pool
+    from fictionworld.rollouts import pool
 
     def refuse(*a, **k):
         raise AssertionError("Ray was started")
 
-    monkeypatch.setattr(rollout.pool, "init_ray", refuse)
+    monkeypatch.setattr(pool, "init_ray", refuse)
 
 
 # -- rollout: everything checked in the driver, before Ray or the run directory ------------------

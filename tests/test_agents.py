@@ -13,11 +13,11 @@ import pytest
 import fictionworld as fw
 from fictionworld.env import EnvConfig, SearchEnv
 from fictionworld.knobs import Knobs
+from fictionworld.rollouts.agents import make_agent
+from fictionworld.rollouts.episode import run_episode
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.tasks.wide import TaskKnobs
 from fictionworld.testing.scripted_openai import Reply, ScriptedOpenAIServer
-from rollout.agents import make_agent
-from rollout.episode import run_episode
 
 
 def episodes(world, agent, tasks, config=None, env_cls=SearchEnv):

@@ -1,4 +1,4 @@
-"""Generation as block tasks (generators/blocks.py): any runner, the same world; blocks that
+"""Generation as block tasks (fictionworld/generators/blocks.py): any runner, the same world; blocks that
 fit one type whole change nothing; names, namesakes, websites and ISBNs stay right across blocks."""
 
 from collections import Counter
@@ -6,13 +6,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import generators.blocks as gb
+import fictionworld.generators.blocks as gb
 from fictionworld.check import check_world
 from fictionworld.executors import LocalTasks, RayTasks
+from fictionworld.generators import generate_world
+from fictionworld.generators.naming import Taken, name_hashes
 from fictionworld.schema import PREDICATE_CODE
 from fictionworld.spec import GENERATION_BLOCK, default_spec
-from generators import generate_world
-from generators.naming import _Taken, name_hashes
 
 pytestmark = pytest.mark.big
 
@@ -112,16 +112,16 @@ def test_names_taken_in_another_block_are_drawn_again(monkeypatch):
 
 
 def test_a_name_is_taken_when_any_block_has_it():
-    """``_Taken`` (what a block drawing names again tests them against): its own names, and
+    """``Taken`` (what a block drawing names again tests them against): its own names, and
     every block's by hash, one name or a round's proposals at once."""
     real = ["Linnea Yeymo", "Ærøskøbing Hall", "Vesalena Exhibition 1998", ""]
-    taken = _Taken({"Own Name"}, np.sort(name_hashes(real)))
+    taken = Taken({"Own Name"}, np.sort(name_hashes(real)))
     assert all(x in taken for x in [*real, "Own Name"])
     others = ["Linnea Yeym", "linnea yeymo", "Zzz", " ", "Own Name"]
     assert not any(x in taken for x in others[:-1])
     assert taken.elsewhere([*others, *real]) == [False] * len(others) + [True] * len(real)
-    assert "Zzz" not in _Taken(set(), np.zeros(0, np.uint64))
-    assert _Taken(set(), np.zeros(0, np.uint64)).elsewhere(["a", "b"]) == [False, False]
+    assert "Zzz" not in Taken(set(), np.zeros(0, np.uint64))
+    assert Taken(set(), np.zeros(0, np.uint64)).elsewhere(["a", "b"]) == [False, False]
 
 
 def test_a_block_draws_the_same_whatever_comes_after_it():

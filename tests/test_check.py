@@ -276,16 +276,16 @@ def test_excluding_any_optional_attribute_leaves_a_clean_world(type_name, attrib
 def test_row_matching_and_joins_agree_with_sets_and_loops(seed):
     """The sort-based helpers the checks use instead of Python sets and dicts of lists, against
     those literal versions on generated columns (repeats, empty sides, negative values)."""
-    from fictionworld.check.base import _pairs, _rows_in
+    from fictionworld.check.base import equal_pairs, rows_in
 
     rng = np.random.default_rng(seed)
     na, nb, hi = int(rng.integers(0, 40)), int(rng.integers(0, 40)), int(rng.integers(1, 6))
     a = tuple(rng.integers(-2, hi, na).astype(np.int32) for _ in range(3))
     b = tuple(rng.integers(-2, hi, nb).astype(np.int32) for _ in range(3))
     in_b = set(zip(*(x.tolist() for x in b)))
-    assert _rows_in(a, b).tolist() == [row in in_b for row in zip(*(x.tolist() for x in a))]
+    assert rows_in(a, b).tolist() == [row in in_b for row in zip(*(x.tolist() for x in a))]
     keys, queries = b[0].astype(np.int64), a[0].astype(np.int64)
-    q, k = _pairs(keys, queries)
+    q, k = equal_pairs(keys, queries)
     assert sorted(zip(q.tolist(), k.tolist())) == [
         (i, j) for i in range(na) for j in range(nb) if queries[i] == keys[j]
     ]

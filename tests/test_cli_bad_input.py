@@ -52,7 +52,7 @@ def test_rollout_on_a_missing_or_broken_world(files, tmp_path, no_ray, world):
         ("nosuch", None, "unknown agent 'nosuch'; known agents: baseline, explorer, openai, oracle"),
         ("os:path", None, "'path' is not an agent class"),
         ("nosuch_module:Agent", None, "cannot import module 'nosuch_module'"),
-        ("rollout.agents:Nope", None, "has no 'Nope'"),
+        ("fictionworld.rollouts.agents:Nope", None, "has no 'Nope'"),
         ("oracle", '{"retries": 1, "colour": "red"}', "unknown setting(s) 'colour'; valid settings: retries"),
         ("openai", '{"tool_mode": "smoke", "base_url": "http://127.0.0.1:9/v1"}', "tool_mode must be native or tags"),
         ("openai", '{"max_turns": 0, "base_url": "http://127.0.0.1:9/v1"}', "must be >= 1, not 0"),  # (env setting)
@@ -107,8 +107,8 @@ def test_rollout_refuses_a_run_directory_of_other_settings(files, tmp_path, no_r
 
 
 def test_a_run_of_the_same_settings_resumes(files, tmp_path):
+    from fictionworld.rollouts.records import EpisodeLog, RunError
     from fictionworld.storage import read_manifest
-    from rollout.records import EpisodeLog, RunError
 
     meta = {"world_hash": read_manifest(files["world"])["world_hash"], "agent": "openai",
             "agent_config": {"model": "m", "temperature": 0.5}, "env_config": {"tools": "basic"}}  # fmt: skip

@@ -74,8 +74,8 @@ def test_a_long_path_stays_on_its_line_in_a_file(files, tmp_path):
 
 
 def test_rollout_help_names_every_agent():
-    import rollout.agents  # noqa: F401  (registers them)
-    from rollout.agents.base import AGENTS
+    import fictionworld.rollouts.agents  # noqa: F401  (registers them)
+    from fictionworld.rollouts.agents.base import AGENTS
 
     text = " ".join(cli("rollout", "--help").output.split())
     assert AGENTS and all(name in text for name in AGENTS), text

@@ -10,9 +10,9 @@ from memory_helpers import make_env
 
 from fictionworld.env import EnvConfig, SearchEnv
 from fictionworld.env.env import ELIDED_OBSERVATION
+from fictionworld.rollouts.agents import make_agent
+from fictionworld.rollouts.episode import run_episode
 from fictionworld.testing.scripted_openai import Reply, ScriptedOpenAIServer
-from rollout.agents import make_agent
-from rollout.episode import run_episode
 
 
 # -- the context budget ----------------------------------------------------------------------------

@@ -11,9 +11,9 @@ import pytest
 import fictionworld as fw
 from fictionworld.dates import NA_DATE, YEAR
 from fictionworld.gazetteer import famous_people, normalize, real_place_names
+from fictionworld.generators import plan, registered
 from fictionworld.schema import INVENTED_NAME_TYPES, PREDICATES, RELATIONS
 from fictionworld.spec import default_spec
-from generators import plan, registered
 
 # The hash of default_spec(400), seed 1. If generator output changes on purpose, bump the
 # version of the generators involved (e.g. "people-v0" -> "people-v1") and update this value.
@@ -160,7 +160,7 @@ def test_founders_are_adults_and_companies_precede_their_acquisitions():
 
 
 def test_a_weighted_pick_follows_its_weights_among_the_founded_only():
-    from generators.base import pick_founded_before
+    from fictionworld.generators.base import pick_founded_before
 
     founded = np.array([0, 10, 20, 30, 40], np.int32)
     weights = np.array([1.0, 0.0, 3.0, 6.0, 100.0])

@@ -1,4 +1,4 @@
-"""Generators hand each other typed outputs (generators/flow.py), and stay short."""
+"""Generators hand each other typed outputs (fictionworld/generators/flow.py), and stay short."""
 
 import ast
 import dataclasses
@@ -7,12 +7,12 @@ import pathlib
 import numpy as np
 import pytest
 
+from fictionworld.generators import plan
+from fictionworld.generators.base import GenContext, TypeData
+from fictionworld.generators.flow import Cities, Companies, Flow, Founded, People, Released, need
 from fictionworld.spec import default_spec
-from generators import plan
-from generators.base import GenContext, TypeData
-from generators.flow import Cities, Companies, Flow, Founded, People, Released, need
 
-GENERATORS = pathlib.Path(__file__).resolve().parent.parent / "generators"
+GENERATORS = pathlib.Path(__file__).resolve().parent.parent / "fictionworld" / "generators"
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +83,8 @@ def test_no_string_keyed_helper_bag():
 
 
 def test_places_then_people_run_standalone():
-    import generators.people as gp
-    import generators.places as pl
+    import fictionworld.generators.people as gp
+    import fictionworld.generators.places as pl
 
     ctx = GenContext(default_spec(400), seed=1)
     pl.generate_places(ctx)

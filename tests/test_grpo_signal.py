@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fictionworld.cli import app
+from fictionworld.rollouts import Episode, Timing
 from fictionworld.tasks.model import write_tasks
-from rollout import Episode, Timing
 
 
 def episode(task_id: str, sample: int, reward: float, answer: str | None = None) -> Episode:

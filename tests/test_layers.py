@@ -16,7 +16,7 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("fictionworld", "generators", "rollout")
+PACKAGES = ("fictionworld",)
 
 # (layer, module prefixes), lowest first; the longest matching prefix decides.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -26,11 +26,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "fictionworld.folding", "fictionworld.seeding", "fictionworld.surface", "fictionworld.gazetteer",
               "fictionworld.categories", "fictionworld.knobs", "fictionworld.errors", "fictionworld.llm",
               "fictionworld.registry", "fictionworld.check", "fictionworld.data")),
-    ("generators", ("generators", "fictionworld.determinism")),
+    ("generators", ("fictionworld.generators", "fictionworld.determinism")),
     ("web", ("fictionworld.web", "fictionworld.worldmodel")),
     ("tasks/scoring", ("fictionworld.tasks", "fictionworld.scoring")),
     ("env", ("fictionworld.env",)),
-    ("rollout", ("rollout", "fictionworld.testing")),
+    ("rollout", ("fictionworld.rollouts", "fictionworld.testing")),
     ("top", ("fictionworld.integrations", "fictionworld.cli", "fictionworld.__init__", "fictionworld.__main__")),
 )  # fmt: skip
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
@@ -104,9 +104,9 @@ def test_every_import_points_down():
 
 @pytest.mark.parametrize(
     ("module", "layer"),
-    [("fictionworld.world", "core"), ("generators.people", "generators"), ("fictionworld.web.web", "web"),
+    [("fictionworld.world", "core"), ("fictionworld.generators.people", "generators"), ("fictionworld.web.web", "web"),
      ("fictionworld.scoring.strict", "tasks/scoring"), ("fictionworld.env.env", "env"),
-     ("rollout.pool", "rollout"), ("fictionworld", "top"), ("fictionworld.cli", "top")],
+     ("fictionworld.rollouts.pool", "rollout"), ("fictionworld", "top"), ("fictionworld.cli", "top")],
 )  # fmt: skip
 def test_layer_table(module, layer):
     assert layer_of(module) == layer
@@ -132,3 +132,25 @@ def test_the_checker_catches_upward_imports(tmp_path):
 
 def _where(path: pathlib.Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A name one module imports from another is that module's interface: no leading underscore
+    (a private name imported elsewhere says the boundary is in the wrong place). Issue 75."""
+    found = []
+    for module, path in source_modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = module.rsplit(".", 1)[0] if not module.endswith("__init__") else module[: -len(".__init__")]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")
+                name = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name.split(".")[0] not in PACKAGES:
+                continue
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}.{a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]  # fmt: skip
+    assert not found, "private names imported across modules:\n" + "\n".join(found)

@@ -20,15 +20,15 @@ import fictionworld as fw
 from fictionworld.cli import app
 from fictionworld.env import EnvConfig, SearchEnv
 from fictionworld.knobs import Knobs
+from fictionworld.rollouts.agents import make_agent
+from fictionworld.rollouts.episode import run_episode
+from fictionworld.rollouts.records import EpisodeLog
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.worldmodel.lwm import FOCUS_KINDS, SYSTEM_STR
 from fictionworld.worldmodel.lwm_corrupt import CORRUPTIONS, corrupt
 from fictionworld.worldmodel.lwm_files import export_lwm
 from fictionworld.worldmodel.lwm_score import gold_observations, model_predictions, read_heldout, score_predictions
 from fictionworld.worldmodel.verify import Verifier
-from rollout.agents import make_agent
-from rollout.episode import run_episode
-from rollout.records import EpisodeLog
 
 datasets = pytest.importorskip("datasets")
 runner = CliRunner()

@@ -13,13 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from fictionworld.cli import app
+from fictionworld.rollouts import Episode, Timing
+from fictionworld.rollouts.pool import RolloutPool, make_jobs, run_rollouts
+from fictionworld.rollouts.records import RunError, export_parquet, group_advantages, read_episodes
+from fictionworld.rollouts.train import SoftmaxPolicy, plot_curve, train_policy
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.tasks.model import write_tasks
 from fictionworld.testing.scripted_openai import ScriptedOpenAIServer
-from rollout import Episode, Timing
-from rollout.pool import RolloutPool, make_jobs, run_rollouts
-from rollout.records import RunError, export_parquet, group_advantages, read_episodes
-from rollout.train import SoftmaxPolicy, plot_curve, train_policy
 
 pytestmark = pytest.mark.ray
 

@@ -12,21 +12,21 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-import rollout
-import rollout.pool
-import rollout.setup
+import fictionworld.rollouts.pool
+import fictionworld.rollouts.setup  # noqa: F401  (rollout.setup below)
+from fictionworld import rollouts as rollout
 from fictionworld.cli import app
 from fictionworld.env import EnvConfig, SearchEnv
+from fictionworld.rollouts import Episode
+from fictionworld.rollouts.agents import make_agent
+from fictionworld.rollouts.agents.base import Observation, ToolAgent, call_status
+from fictionworld.rollouts.episode import run_episode
+from fictionworld.rollouts.pool import Job, RolloutPool, SetupError, check_jobs, make_jobs, run_rollouts
+from fictionworld.rollouts.records import SCHEMA, EpisodeLog, export_parquet, group_advantages, read_episodes, summarize
 from fictionworld.tasks.generate import generate_tasks
 from fictionworld.tasks.model import write_tasks
 from fictionworld.web import ToolResult
 from fictionworld.web.web import FAULT_TEXT
-from rollout import Episode
-from rollout.agents import make_agent
-from rollout.agents.base import Observation, ToolAgent, call_status
-from rollout.episode import run_episode
-from rollout.pool import Job, RolloutPool, SetupError, check_jobs, make_jobs, run_rollouts
-from rollout.records import SCHEMA, EpisodeLog, export_parquet, group_advantages, read_episodes, summarize
 
 
 @pytest.fixture(scope="module")
@@ -331,7 +331,7 @@ def test_a_ray_smaller_than_the_workers_is_an_error_not_a_hang(tmp_path):
     import ray
 
     import fictionworld as fw
-    from rollout.pool import SetupError, init_ray
+    from fictionworld.rollouts.pool import SetupError, init_ray
 
     world = fw.generate(seed=7, entities=600)
     world.save(tmp_path / "w")

@@ -20,11 +20,11 @@ def test_shard_files_are_written_compressed_and_read_back_whole(tmp_path):
     """A shard's pages are written compressed (smaller than the same table written plain), and
     the join's readers get them back: the four key columns, the batch sizes, and the text
     dictionary trained on the same sample of pages as from the table itself."""
+    from fictionworld.generators import generate_world
     from fictionworld.web import join, shard_tasks
     from fictionworld.web.arrow import write_arrow
     from fictionworld.web.pagetext import TextCodec, sample_rows
     from fictionworld.web.store import write_store
-    from generators import generate_world
 
     world = generate_world(small_spec(3000, block=100), 4)
     write_store(world, tmp_path / "store")
@@ -47,29 +47,29 @@ def test_shard_files_are_written_compressed_and_read_back_whole(tmp_path):
 def test_a_worker_lets_go_of_a_removed_store(tmp_path):
     """The renderer of a store that was removed is dropped at the worker's next index or check
     task, and its mappings with it (they would keep the removed files' disk space taken)."""
+    from fictionworld.generators import generate_world
     from fictionworld.web import shard_tasks, shards
     from fictionworld.web.store import write_store
-    from generators import generate_world
 
     world = generate_world(small_spec(1500, block=100), 4)
     store = tmp_path / "store"
     write_store(world, store)
     mapped = lambda: str(store.resolve()) in Path("/proc/self/maps").read_text()  # noqa: E731
-    shard_tasks._RENDERERS.clear()
+    shard_tasks.RENDERER_CACHE.clear()
     try:
         shard_tasks._renderer(str(store)).render_block(0)
         shard_tasks._forget_removed_stores()
-        assert str(store) in shard_tasks._RENDERERS and mapped()  # (kept while the store is there)
+        assert str(store) in shard_tasks.RENDERER_CACHE and mapped()  # (kept while the store is there)
         shards._remove_store(tmp_path)  # (the driver's)
         assert not store.exists()
         shard_tasks._forget_removed_stores()
-        assert not shard_tasks._RENDERERS and not mapped()
+        assert not shard_tasks.RENDERER_CACHE and not mapped()
         # a check unit (queued after every render task) goes through tidy, which lets go of
         # the renderer first, the store removed or not
         write_store(world, store)
         shard_tasks._renderer(str(store)).render_block(0)
         assert mapped() and shard_tasks.tidy(lambda *a: (a, mapped()), 1, 2) == ((1, 2), False)
-        assert not shard_tasks._RENDERERS
+        assert not shard_tasks.RENDERER_CACHE
         # a store removed and written again (a resumed build rendering a damaged shard again):
         # the old renderer, mapping the removed files, is let go at the next render task
         first = shard_tasks._renderer(str(store))
@@ -86,7 +86,7 @@ def test_a_worker_lets_go_of_a_removed_store(tmp_path):
         )
         assert shard_tasks._renderer(str(store)).render_block(0).num_rows > 0  # (opened again at need)
     finally:
-        shard_tasks._RENDERERS.clear()
+        shard_tasks.RENDERER_CACHE.clear()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the kernel's mappings in /proc/self/maps")
@@ -94,22 +94,22 @@ def test_an_index_task_lets_go_of_a_store_removed_while_it_runs(tmp_path, monkey
     """The driver removes the store when the last shard is rendered, often while a worker is
     indexing (a shard's index task ran 76 s at 10M entities): the worker lets go of its
     mappings at its next record batch, not when the task ends, and indexes every page still."""
+    from fictionworld.generators import generate_world
     from fictionworld.web import shard_tasks, shards
     from fictionworld.web.index import TantivyIndex
     from fictionworld.web.store import write_store
-    from generators import generate_world
 
     world = generate_world(small_spec(1500, block=100), 4)
     store = tmp_path / "store"
     write_store(world, store)
     (tmp_path / "p").mkdir()
     mapped = lambda: str(store.resolve()) in Path("/proc/self/maps").read_text()  # noqa: E731
-    shard_tasks._RENDERERS.clear()
+    shard_tasks.RENDERER_CACHE.clear()
     try:
         n, _, _ = shard_tasks.render_shard(str(store), 0, (0, 4), str(tmp_path / "p"))
         pages = tmp_path / "p" / "shard-00000.arrow"
         batch_rows = [b.num_rows for b in pa.ipc.open_file(pa.OSFile(str(pages))).read_all().to_batches()]
-        assert len(batch_rows) == 4 and min(batch_rows) > 0 and str(store) in shard_tasks._RENDERERS
+        assert len(batch_rows) == 4 and min(batch_rows) > 0 and str(store) in shard_tasks.RENDERER_CACHE
         seen: list[bool] = []  # whether the store is mapped, page by page, as the index reads it
         text = shard_tasks.plain_text
 
@@ -124,9 +124,9 @@ def test_an_index_task_lets_go_of_a_store_removed_while_it_runs(tmp_path, monkey
         assert indexed == n == len(seen) and TantivyIndex.open(tmp_path / "ix").num_docs == n
         first = batch_rows[0]
         assert all(seen[:first])  # (mapped through the first batch: it was read before the removal)
-        assert not any(seen[first:]) and not shard_tasks._RENDERERS  # let go from the second batch on
+        assert not any(seen[first:]) and not shard_tasks.RENDERER_CACHE  # let go from the second batch on
     finally:
-        shard_tasks._RENDERERS.clear()
+        shard_tasks.RENDERER_CACHE.clear()
 
 
 def test_the_graph_is_saved_the_same_by_a_forked_child_a_thread_or_in_turn(tmp_path, monkeypatch):
@@ -134,9 +134,9 @@ def test_the_graph_is_saved_the_same_by_a_forked_child_a_thread_or_in_turn(tmp_p
     memory allows, else after the store: the files are the same every way."""
     import psutil
 
+    from fictionworld.generators import generate_world
     from fictionworld.storage import read_manifest
     from fictionworld.web import shard_tasks
-    from generators import generate_world
 
     world = generate_world(small_spec(1500), 3)
     rss = psutil.Process().memory_info().rss
@@ -173,9 +173,9 @@ def test_the_graph_is_saved_the_same_by_a_forked_child_a_thread_or_in_turn(tmp_p
 def test_a_render_store_on_disk_renders_what_one_in_memory_does(tmp_path):
     """Workers read the store memory-mapped; the in-memory store of Web.build must give the
     same blocks, and a store of another format is refused."""
+    from fictionworld.generators import generate_world
     from fictionworld.web.render import Renderer
     from fictionworld.web.store import RenderStore, write_store
-    from generators import generate_world
 
     world = generate_world(small_spec(1500, block=100), 4)
     on_disk = Renderer(write_store(world, tmp_path / "store"))
@@ -196,16 +196,16 @@ def test_a_worker_keeps_its_renderer_but_not_the_store_pages_a_shard_read(tmp_pa
     """A worker's renderer outlives its render tasks; the store pages a task read are let go
     when it ends (they added up to the whole store in every worker), and the next task, reading
     them again through the same mapping, renders the same pages."""
+    from fictionworld.generators import generate_world
     from fictionworld.web import shard_tasks
     from fictionworld.web.store import write_store
-    from generators import generate_world
 
     world = generate_world(small_spec(1500, block=100), 4)
     store = tmp_path / "store"
     write_store(world, store)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    shard_tasks._RENDERERS.clear()
+    shard_tasks.RENDERER_CACHE.clear()
     try:
         renderer = shard_tasks._renderer(str(store))
         first = renderer.render_block(1)
@@ -218,7 +218,7 @@ def test_a_worker_keeps_its_renderer_but_not_the_store_pages_a_shard_read(tmp_pa
         ).read_bytes()
         assert renderer.render_block(1).equals(first) and n > first.num_rows
     finally:
-        shard_tasks._RENDERERS.clear()
+        shard_tasks.RENDERER_CACHE.clear()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -258,21 +258,21 @@ def test_make_graph_writes_the_graph_and_store_that_the_world_in_memory_gives(tm
     its fact half beside the hash, and the lexicon's first part is written after the hash,
     beside the fact half; with one, the store's halves run after the write, in turn, and the
     lexicon is left to the build's first tasks. The same files as the world in memory gives."""
+    from fictionworld.generators import generate_world
     from fictionworld.storage import save_world
     from fictionworld.web import shard_tasks
     from fictionworld.web.shard_tasks import build_lexicon, make_graph, seal_file, sealed_intact
     from fictionworld.web.store import write_store
-    from generators import generate_world
 
     spec = small_spec(3000, block=100).model_copy(update={"generation_block": 512})
     world = generate_world(spec, 6)
     save_world(world, tmp_path / "a" / "graph", web=False)
     write_store(world, tmp_path / "a" / "store")
-    shard_tasks._WORLDS.clear()
+    shard_tasks.WORLD_CACHE.clear()
     try:
         build_lexicon(str(tmp_path / "a" / "graph"), str(tmp_path / "a" / "lexicon"))
     finally:
-        shard_tasks._WORLDS.clear()
+        shard_tasks.WORLD_CACHE.clear()
     b = tmp_path / "b"
     times = make_graph(spec.model_dump(mode="json"), 6, str(b / "graph"), str(b / "store"), ("local", workers), str(b / "lexicon"))  # fmt: skip
     assert times["write_s"] > 0 and times["hash_s"] > 0
@@ -335,10 +335,10 @@ def test_the_lexicon_is_taken_as_written_once_sealed_and_a_task_run_again_leaves
     started on ``part.json`` alone would change the files under the hashing); and the task run
     again after that (Ray retries a task whose worker was lost) leaves it alone, where it would
     replace the directory the join may be finishing."""
+    from fictionworld.generators import generate_world
     from fictionworld.storage import save_world
     from fictionworld.web import shard_tasks, shards
     from fictionworld.web.lexicon import write_lexicon
-    from generators import generate_world
 
     world = generate_world(small_spec(1500, block=100), 4)
     graph, lexicon = tmp_path / "graph", tmp_path / "lexicon"
@@ -346,7 +346,7 @@ def test_the_lexicon_is_taken_as_written_once_sealed_and_a_task_run_again_leaves
     join = shards._PageJoin(False, 1, tmp_path, graph, {})
     written = []
     monkeypatch.setattr("fictionworld.web.lexicon.write_lexicon", lambda *a: written.append(a) or write_lexicon(*a))
-    shard_tasks._WORLDS.clear()
+    shard_tasks.WORLD_CACHE.clear()
     try:
         seal = shard_tasks.seal
         monkeypatch.setattr(shard_tasks, "seal", lambda p: None)
@@ -357,4 +357,4 @@ def test_the_lexicon_is_taken_as_written_once_sealed_and_a_task_run_again_leaves
         shard_tasks.build_lexicon(str(graph), str(lexicon))
         assert len(written) == 1
     finally:
-        shard_tasks._WORLDS.clear()
+        shard_tasks.WORLD_CACHE.clear()

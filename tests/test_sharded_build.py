@@ -51,7 +51,7 @@ def test_with_workers_beside_it_the_graph_stage_writes_the_lexicon(reference, tm
 
 
 def test_a_world_built_in_memory_has_the_same_pages_and_ranking(reference, tmp_path):
-    from generators import generate_world
+    from fictionworld.generators import generate_world
 
     world = generate_world(small_spec(), SEED)
     loaded = fw.World.load(reference[0])
@@ -100,7 +100,7 @@ def test_violations_are_found_during_the_build(tmp_path, workers):
     driver with one worker, in the pool with two), as checking the saved world finds them."""
     from dataclasses import replace
 
-    from generators import generate_world
+    from fictionworld.generators import generate_world
 
     world = generate_world(small_spec(600), 5)
     f = world.facts

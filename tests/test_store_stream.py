@@ -23,7 +23,7 @@ FILES = ["by-object.arrow", "by-subject.arrow", "entities.arrow", "lists.arrow",
 
 def saved(tmp: Path, spec, seed: int, row_group: int | None = None):
     """A generated world, and its directory (facts in row groups of ``row_group`` rows)."""
-    from generators import generate_world
+    from fictionworld.generators import generate_world
 
     world = generate_world(spec, seed)
     graph = save_world(world, tmp / "graph", web=False)
@@ -98,7 +98,7 @@ def test_the_spools_are_removed_when_writing_fails(tmp_path, monkeypatch):
     def fail(*_):
         raise RuntimeError("stop")
 
-    monkeypatch.setattr(store_stream, "_list_table", fail)
+    monkeypatch.setattr(store_stream, "list_table", fail)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "store.json").write_text("{}")  # a store written before
     with pytest.raises(RuntimeError, match="stop"):

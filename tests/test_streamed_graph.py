@@ -1,4 +1,4 @@
-"""A world generated straight to its files (generators/streamed.py) is the world generate_world
+"""A world generated straight to its files (fictionworld/generators/streamed.py) is the world generate_world
 makes and save_world writes, byte for byte, whatever the blocks, slices and runners; the
 writer leaves nothing behind, and a broken spool says so."""
 
@@ -7,16 +7,16 @@ import pickle
 
 import pytest
 
+import fictionworld.generators.base as gbase
+import fictionworld.generators.blocks as gblocks
+import fictionworld.generators.streamed as gs
 import fictionworld.storage as storage
-import generators.base as gbase
-import generators.blocks as gblocks
-import generators.streamed as gs
 from fictionworld.executors import LocalTasks
+from fictionworld.generators import generate_world
+from fictionworld.generators.streamed import Spooled, write_graph_files
 from fictionworld.spec import default_spec
 from fictionworld.storage import load_world, save_world
 from fictionworld.streaming import stream_world_hash
-from generators import generate_world
-from generators.streamed import Spooled, write_graph_files
 
 pytestmark = pytest.mark.big
 
@@ -59,9 +59,9 @@ def test_websites_and_isbns_taken_by_earlier_blocks_are_redrawn_as_in_memory():
     # rule) and block by block, as both writers do (Finish).
     import numpy as np
 
-    from generators.base import TypeData
-    from generators.blocks import Finish, _make_unique, _website_again, isbn_rng
-    from generators.works import _isbn13
+    from fictionworld.generators.base import TypeData
+    from fictionworld.generators.blocks import Finish, _make_unique, _website_again, isbn_rng
+    from fictionworld.generators.works import isbn13
 
     def parts():
         sites = [["https://a.com", "https://b.com", None], ["https://b.com", "https://a.com", "https://a-2.com"]]
@@ -77,7 +77,7 @@ def test_websites_and_isbns_taken_by_earlier_blocks_are_redrawn_as_in_memory():
     whole = parts()
     _make_unique(whole, "website", _website_again)
     rng = isbn_rng(7)
-    _make_unique(whole, "isbn", lambda _first, _k: _isbn13(rng, 1)[0])
+    _make_unique(whole, "isbn", lambda _first, _k: isbn13(rng, 1)[0])
     one_by_one = parts()
     finish = Finish(default_spec(3_000), 7, book_blocks=len(one_by_one))
     for i, d in enumerate(one_by_one):

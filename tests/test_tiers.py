@@ -61,7 +61,9 @@ FAST_TIER_TOUCHES = {
 
 def probe(tmp_path: Path, *args: str, profile: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_probe.py").write_text(PROBE.format(profile=profile))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "RAY_TMPDIR")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "RAY_TMPDIR")
+    }
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path), "-c", os.devnull, "-W", "ignore::pytest.PytestUnknownMarkWarning",

@@ -9,6 +9,9 @@ import pytest
 
 import fictionworld as fw
 from fictionworld.env import EnvConfig, SearchEnv
+from fictionworld.rollouts.agents.explorer import ExplorerAgent, explore
+from fictionworld.rollouts.agents.oracle import OracleAgent
+from fictionworld.rollouts.episode import run_episode
 from fictionworld.schema import PREDICATE_CODE
 from fictionworld.tasks import TaskKnobs
 from fictionworld.tasks.families import WIDE_FAMILIES
@@ -17,9 +20,6 @@ from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.presets import ENV_BUDGETS, PRESETS, WORLD_ENTITIES, preset_knobs
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Hop, Order, Query
 from fictionworld.tasks.stats import AnswerPages, task_stats
-from rollout.agents.explorer import ExplorerAgent, explore
-from rollout.agents.oracle import OracleAgent
-from rollout.episode import run_episode
 
 # Ranks and counts are guessable in small tables ("1" answers one rank in n), so at the default
 # width the generator draws top and aggregate tasks only where guessing pays little (issue 74);

@@ -145,7 +145,10 @@ def test_official_tasks_written_here_hold_only_the_official_fields(official_run)
     ("args", "error"),
     [
         (["--official-responses", "{d}/r", "--response-model", "Qwen/Qwen3-8B"], "--response-model cannot start"),
-        (["--official-responses", "{d}/r", "--agent", "rollout.agents.oracle:OracleAgent"], "give --response-model"),
+        (
+            ["--official-responses", "{d}/r", "--agent", "fictionworld.rollouts.agents.oracle:OracleAgent"],
+            "give --response-model",
+        ),
         (["--response-model", "m"], "--response-model goes with --official-responses"),
     ],
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from fictionworld.check.base import _Checker
+from fictionworld.check.base import Checker
 from fictionworld.check.names import check_names, check_unique_values
 from fictionworld.check.semantics import (
     check_consistency,
@@ -43,14 +43,14 @@ def check_world(world, *, limit_per_kind: int = 200) -> list[Violation]:
     At most ``limit_per_kind`` violations are listed per kind; a final entry of that kind
     says how many more there were.
     """
-    c = _Checker(world, limit_per_kind)
+    c = Checker(world, limit_per_kind)
     for check in CHECKS:
         check(c)
-        _give_back_freed_memory()
+        give_back_freed_memory()
     return c.result()
 
 
-def _give_back_freed_memory() -> None:
+def give_back_freed_memory() -> None:
     """Return the heap pages the last check freed to the system (glibc keeps freed blocks
     under 32 MB in the process), so that the next check's peak does not stack on them."""
     trim = _malloc_trim()

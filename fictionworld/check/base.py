@@ -19,12 +19,14 @@ from fictionworld.schema import (
 )
 from fictionworld.tables import NA_INT, TYPE_CODE, runs
 
-_URL = re.compile(r"^https?://[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,}(/\S*)?$")
+URL_PATTERN = re.compile(
+    r"^https?://[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,}(/\S*)?$"
+)
 
-_BIG = np.int64(2**40)
+KEY_STRIDE = np.int64(2**40)
 
 
-class _Checker:
+class Checker:
     """Fact rows by predicate and per-entity dates, held as int32 row arrays (a 10M-entity
     world's 88M facts cost 4 bytes each per array); entity ids are formatted only to report.
 
@@ -125,7 +127,7 @@ class _Checker:
             tail = repr(self.value(r))
         when = ""
         if f.start[r] != NA_DATE or f.end[r] != NA_DATE:
-            when = f" [{_d(f.start[r])} – {_d(f.end[r])}]"
+            when = f" [{day_text(f.start[r])} – {day_text(f.end[r])}]"
         return f"fact {int(f.id[r])} ({subj} {pred} {tail}{when})"
 
     def value(self, r: int):
@@ -207,7 +209,7 @@ class ContextBuilder:
         return CheckContext(self.origin, self.death, parent, country)
 
 
-def _d(day) -> str:
+def day_text(day) -> str:
     return "…" if day == NA_DATE else from_days(day).isoformat()
 
 
@@ -220,7 +222,7 @@ def ongoing_mask(r, start: np.ndarray) -> np.ndarray:
     return (start != NA_DATE) & (r.temporal and not r.instant)
 
 
-def _single(c: _Checker, name: str, n: int) -> np.ndarray:
+def functional_object(c: Checker, name: str, n: int) -> np.ndarray:
     """Object row of a functional relation per subject row (-1 if none)."""
     out = np.full(n, -1, np.int64)
     rows = c.rel(name)
@@ -228,14 +230,14 @@ def _single(c: _Checker, name: str, n: int) -> np.ndarray:
     return out
 
 
-def _fact_key(c: _Checker, rows: np.ndarray, flip: bool = False) -> tuple[np.ndarray, ...]:
+def fact_key(c: Checker, rows: np.ndarray, flip: bool = False) -> tuple[np.ndarray, ...]:
     """The (subject, object, start, end) columns of ``rows``; ends swapped with ``flip``."""
     f = c.w.facts
     s, o = (c.o[rows], c.s[rows]) if flip else (c.s[rows], c.o[rows])
     return s, o, f.start[rows], f.end[rows]
 
 
-def _rows_in(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:
+def rows_in(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:
     """For each row of the columns ``a``, whether an equal row is among the columns ``b``:
     exact, by one sort of both together (no Python set of tuples, whatever their number)."""
     na, nb = len(a[0]), len(b[0])
@@ -259,7 +261,7 @@ def _rows_in(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray
     return out
 
 
-def _pairs(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def equal_pairs(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (query position, key position) with ``queries[i] == keys[j]``: a join by sorting,
     for lookups a dict of lists would otherwise hold."""
     order = np.argsort(keys, kind="stable")
@@ -269,11 +271,11 @@ def _pairs(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return which, order[at]
 
 
-def _count_per_subject(c: _Checker, rows: np.ndarray) -> np.ndarray:
+def count_per_subject(c: Checker, rows: np.ndarray) -> np.ndarray:
     return np.bincount(c.s[rows], minlength=c.n)
 
 
-def _values(c: _Checker, type_name: str, attr: str, kind: str) -> np.ndarray:
+def attribute_by_row(c: Checker, type_name: str, attr: str, kind: str) -> np.ndarray:
     f = c.w.facts
     rows = c.attr(attr, type_name)
     out = np.full(c.n, np.nan)

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fictionworld.check.base import (
-    _Checker,
+    Checker,
 )
 from fictionworld.gazetteer import famous_people, normalize_many, real_place_names
 from fictionworld.records import ViolationKind as K
@@ -44,7 +44,7 @@ def _first_seen(order: np.ndarray, starts: np.ndarray, bad: np.ndarray) -> list[
     return runs[np.argsort(order[starts[runs]], kind="stable")].tolist()
 
 
-def check_names(c: _Checker) -> None:
+def check_names(c: Checker) -> None:
     if not c.entity_rules:  # (a streamed check runs these in a unit of their own)
         return
     e = c.w.entities
@@ -113,7 +113,7 @@ def check_names(c: _Checker) -> None:
                 c.add(K.FAMOUS_NAME, f"{c.ids[i]} is named {names[i]!r}, a famous real person", (i,))
 
 
-def check_unique_values(c: _Checker) -> None:
+def check_unique_values(c: Checker) -> None:
     f = c.w.facts
     for a in sorted(n for n, a in ATTRIBUTES.items() if a.unique):
         rows = c.attr(a)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from fictionworld.check.base import (
-    _Checker,
-    _fact_key,
-    _pairs,
-    _rows_in,
-    _single,
-    _values,
+    Checker,
+    attribute_by_row,
+    equal_pairs,
+    fact_key,
+    functional_object,
+    rows_in,
 )
 from fictionworld.dates import NA_DATE, year_end, year_start
 from fictionworld.records import ViolationKind as K
@@ -22,7 +22,7 @@ from fictionworld.schema import (
 from fictionworld.tables import NA_INT, TYPE_CODE
 
 
-def check_containment(c: _Checker) -> None:
+def check_containment(c: Checker) -> None:
     if "located_in" not in c.enabled:
         return
     parent, country = c.parent, c.country
@@ -50,18 +50,18 @@ def check_containment(c: _Checker) -> None:
             )
 
 
-def check_symmetry_inverse(c: _Checker) -> None:
+def check_symmetry_inverse(c: Checker) -> None:
     for name, r in RELATIONS.items():
         rows = c.rel(name)
         if r.symmetric:
-            miss = rows[~_rows_in(_fact_key(c, rows), _fact_key(c, rows, flip=True))]
+            miss = rows[~rows_in(fact_key(c, rows), fact_key(c, rows, flip=True))]
             c.add_facts(K.SYMMETRY, miss, f"{name} is symmetric but the mirrored fact is missing")
         if r.inverse and r.inverse in c.enabled:
-            miss = rows[~_rows_in(_fact_key(c, rows), _fact_key(c, c.rel(r.inverse), flip=True))]
+            miss = rows[~rows_in(fact_key(c, rows), fact_key(c, c.rel(r.inverse), flip=True))]
             c.add_facts(K.INVERSE, miss, f"no matching {r.inverse} fact")
 
 
-def check_cycles(c: _Checker) -> None:
+def check_cycles(c: Checker) -> None:
     import networkx as nx
 
     for name, r in RELATIONS.items():
@@ -93,7 +93,7 @@ def check_cycles(c: _Checker) -> None:
                 )
 
 
-def check_ranges(c: _Checker) -> None:
+def check_ranges(c: Checker) -> None:
     f = c.w.facts
     for t, schema in ENTITY_TYPES.items():
         for a in schema.attributes:
@@ -116,14 +116,18 @@ def check_ranges(c: _Checker) -> None:
             c.add_facts(K.RANGE, rows[~ok], f"{t}.{a.name} outside the realistic range {a.lo:g}–{top}{unit}")
 
 
-def check_quantities(c: _Checker) -> None:
+def check_quantities(c: Checker) -> None:
     parent = c.parent
     for attr, kind in (("population", "int"), ("area_km2", "float")):
         if not c.owns(attr):
             continue
         for child_t, parent_t, exact in (("city", "region", False), ("region", "country", True)):
-            v = _values(c, child_t, attr, kind) if child_t != "region" else _values(c, "region", attr, kind)
-            pv = _values(c, parent_t, attr, kind)
+            v = (
+                attribute_by_row(c, child_t, attr, kind)
+                if child_t != "region"
+                else attribute_by_row(c, "region", attr, kind)
+            )
+            pv = attribute_by_row(c, parent_t, attr, kind)
             kids = c.rows_of(child_t)
             kids = kids[(parent[kids] >= 0) & ~np.isnan(v[kids])]
             kids = kids[c.tc[parent[kids]] == TYPE_CODE[parent_t]]
@@ -147,8 +151,8 @@ def check_quantities(c: _Checker) -> None:
     ):
         if not c.owns(num):  # (its denominator is checked in the same unit: see stream.TOGETHER)
             continue
-        a = _values(c, t, num, "int")
-        b = _values(c, t, den, "int")
+        a = attribute_by_row(c, t, num, "int")
+        b = attribute_by_row(c, t, den, "int")
         ents = c.rows_of(t)
         ents = ents[~np.isnan(a[ents]) & ~np.isnan(b[ents]) & (b[ents] > 0)]
         ratio = a[ents] / b[ents]
@@ -168,20 +172,20 @@ def check_quantities(c: _Checker) -> None:
         c.add(K.QUANTITY_AGREEMENT, f"{c.ids[e]} lasts {end[e] - start[e]} days; events last at most two months", (e,))
 
 
-def check_consistency(c: _Checker) -> None:
+def check_consistency(c: Checker) -> None:
     # a chief executive works for the company for the whole term
     if "works_for" in c.enabled and c.owns("ceo_of"):
         _ceo_employed(c)
     # an acquisition makes the company a subsidiary from that date
     if "subsidiary_of" in c.enabled and c.owns("acquired_by"):
         bought = c.rel("acquired_by")
-        for r in bought[~_rows_in(_fact_key(c, bought), _fact_key(c, c.rel("subsidiary_of")))].tolist():
+        for r in bought[~rows_in(fact_key(c, bought), fact_key(c, c.rel("subsidiary_of")))].tolist():
             c.add(K.CONSISTENCY, f"{c.describe(r)}: no subsidiary_of fact from the acquisition date", c._ends(r), (r,))
     # siblings share a parent: (a, b) is fine when (b, p) is a child_of fact for some parent p of a
     if "child_of" in c.enabled and c.owns("sibling_of"):
         kids, sibs = c.rel("child_of"), c.rel("sibling_of")
-        which, parent = _pairs(c.s[kids], c.s[sibs])
-        shared = _rows_in((c.o[sibs][which], c.o[kids][parent]), (c.s[kids], c.o[kids]))
+        which, parent = equal_pairs(c.s[kids], c.s[sibs])
+        shared = rows_in((c.o[sibs][which], c.o[kids][parent]), (c.s[kids], c.o[kids]))
         ok = np.zeros(len(sibs), bool)
         ok[which[shared]] = True
         for r in sibs[~ok].tolist():
@@ -189,7 +193,7 @@ def check_consistency(c: _Checker) -> None:
     # citizenship follows the birthplace's country
     if "located_in" in c.enabled and "born_in" in c.enabled and c.owns("citizen_of"):
         country = c.country
-        born = _single(c, "born_in", c.n)
+        born = functional_object(c, "born_in", c.n)
         cit = c.rel("citizen_of")
         place = born[c.s[cit]]
         home = np.where(place >= 0, country[np.maximum(place, 0)], -1)
@@ -208,11 +212,13 @@ def check_consistency(c: _Checker) -> None:
         c.add_facts(K.CONSISTENCY, bad, "a place of death without a death date")
 
 
-def _ceo_employed(c: _Checker) -> None:
+def _ceo_employed(c: Checker) -> None:
     f = c.w.facts
     jobs, terms = c.rel("works_for"), c.rel("ceo_of")
     pair = np.int64(c.n)
-    which, job = _pairs(c.s[jobs].astype(np.int64) * pair + c.o[jobs], c.s[terms].astype(np.int64) * pair + c.o[terms])
+    which, job = equal_pairs(
+        c.s[jobs].astype(np.int64) * pair + c.o[jobs], c.s[terms].astype(np.int64) * pair + c.o[terms]
+    )
     js, je = f.start[jobs][job], f.end[jobs][job]
     s0, e0 = f.start[terms][which], f.end[terms][which]
     fits = ((js == NA_DATE) | (s0 == NA_DATE) | (js <= s0)) & ((je == NA_DATE) | ((e0 != NA_DATE) & (je >= e0)))

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from fictionworld.check.base import CONTEXT_PREDICATES, CheckContext, ContextBuilder, _Checker
+from fictionworld.check.base import CONTEXT_PREDICATES, CheckContext, Checker, ContextBuilder
 from fictionworld.records import Violation
 from fictionworld.records import ViolationKind as K
 from fictionworld.schema import ORDERED_ATTRIBUTES, PREDICATE_CODE, PREDICATES, RELATIONS
@@ -125,7 +125,7 @@ def check_context(path: str, work: str) -> tuple[str, float]:
 def check_unit(path: str, work: str, unit: dict, limit: int) -> tuple[dict, dict, str, float]:
     """Run every check over one unit's facts (``unit["codes"]``), or the rules of ``IDS``
     (fact ids used twice, a row group at a time) or ``NAMES`` (the entities' names)."""
-    from fictionworld.check import CHECKS, _give_back_freed_memory
+    from fictionworld.check import CHECKS, give_back_freed_memory
     from fictionworld.check.structure import repeated_ids, report_repeated_ids
     from fictionworld.streaming import SavedWorld
 
@@ -137,13 +137,13 @@ def check_unit(path: str, work: str, unit: dict, limit: int) -> tuple[dict, dict
     if codes:
         ctx = CheckContext(*(np.load(Path(work) / f"{name}.npy", mmap_mode="r") for name in _CONTEXT_FILES))
     world = SimpleNamespace(spec=w.spec, entities=w.entities, facts=facts)
-    c = _Checker(world, limit, owned=codes, entity_rules=rule == NAMES["rule"], context=ctx)
+    c = Checker(world, limit, owned=codes, entity_rules=rule == NAMES["rule"], context=ctx)
     if rule == IDS["rule"]:
         report_repeated_ids(c, repeated_ids(lambda: w.column("id")))
     else:
         for check in CHECKS:
             check(c)
-            _give_back_freed_memory()
+            give_back_freed_memory()
     return dict(c.found), dict(c.extra), _node(), time.process_time() - t
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from fictionworld.check.base import (
-    _URL,
-    _Checker,
-    _count_per_subject,
+    URL_PATTERN,
+    Checker,
+    count_per_subject,
 )
 from fictionworld.dates import NA_DATE
 from fictionworld.records import ViolationKind as K
@@ -22,7 +22,7 @@ from fictionworld.seeding import mix64
 from fictionworld.tables import NA_INT, TYPE_CODE, TYPE_NAMES
 
 
-def check_references(c: _Checker) -> None:
+def check_references(c: Checker) -> None:
     bad = np.flatnonzero(~c.ok_ref)
     f = c.w.facts
     for r in c.cap(K.DANGLING_REFERENCE, bad).tolist():
@@ -35,7 +35,7 @@ def check_references(c: _Checker) -> None:
         )
 
 
-def check_predicates(c: _Checker) -> None:
+def check_predicates(c: Checker) -> None:
     spec = c.w.spec
     unknown = np.flatnonzero(c.ok_ref & ~c.valid)
     c.add_facts(K.UNKNOWN_PREDICATE, unknown, "predicate not in the ontology")
@@ -53,7 +53,7 @@ def check_predicates(c: _Checker) -> None:
             c.add_facts(K.UNKNOWN_PREDICATE, c.attr(a, t), f"attribute {a!r} is excluded by the spec")
 
 
-def check_domain_range(c: _Checker) -> None:
+def check_domain_range(c: Checker) -> None:
     for name, spec in RELATIONS.items():
         code = PREDICATE_CODE[name]
         rows = np.flatnonzero(c.valid & (c.p == code))
@@ -76,7 +76,7 @@ def check_domain_range(c: _Checker) -> None:
         c.add_facts(K.DOMAIN_RANGE, bad, f"this entity type has no attribute {a!r}")
 
 
-def check_attribute_types(c: _Checker) -> None:
+def check_attribute_types(c: Checker) -> None:
     f = c.w.facts
     is_int, is_float = f.v_int != NA_INT, ~np.isnan(f.v_float)
     is_date, is_text = f.v_date != NA_DATE, f.v_text != None  # noqa: E711
@@ -99,7 +99,9 @@ def check_attribute_types(c: _Checker) -> None:
                 bad = [r for r in good.tolist() if f.v_text[r] not in cats]
                 c.add_facts(K.ATTRIBUTE_TYPE, np.array(bad, np.int64), f"not a {t}.{a.name} category")
             elif a.dtype == DType.URL:
-                bad = [r for r in good.tolist() if not isinstance(f.v_text[r], str) or not _URL.match(f.v_text[r])]
+                bad = [
+                    r for r in good.tolist() if not isinstance(f.v_text[r], str) or not URL_PATTERN.match(f.v_text[r])
+                ]
                 c.add_facts(K.ATTRIBUTE_TYPE, np.array(bad, np.int64), "not a well-formed http(s) URL")
             elif a.name == "isbn":
                 bad = [r for r in good.tolist() if not _isbn13_ok(f.v_text[r])]
@@ -118,7 +120,7 @@ def _isbn13_ok(s) -> bool:
     return sum(int(x) * (1 if i % 2 == 0 else 3) for i, x in enumerate(d)) % 10 == 0
 
 
-def check_missing_and_cardinality(c: _Checker) -> None:
+def check_missing_and_cardinality(c: Checker) -> None:
     spec = c.w.spec
     for t, schema in ENTITY_TYPES.items():
         if t not in spec.types:
@@ -128,7 +130,7 @@ def check_missing_and_cardinality(c: _Checker) -> None:
             if not c.owns(a.name):
                 continue
             rows = c.attr(a.name, t)
-            cnt = _count_per_subject(c, rows)
+            cnt = count_per_subject(c, rows)
             if a.required:
                 for e in c.cap(K.MISSING_VALUE, ents[cnt[ents] == 0]).tolist():
                     c.add(K.MISSING_VALUE, f"{c.ids[e]} has no {a.name}", (e,))
@@ -139,7 +141,7 @@ def check_missing_and_cardinality(c: _Checker) -> None:
         if name not in enabled or not (r.functional or r.required) or not c.owns(name):
             continue
         rows = c.rel(name)
-        cnt = _count_per_subject(c, rows)
+        cnt = count_per_subject(c, rows)
         for st in r.domain:
             if st not in spec.types:
                 continue
@@ -157,7 +159,7 @@ def check_missing_and_cardinality(c: _Checker) -> None:
                     )
 
 
-def check_duplicate_facts(c: _Checker) -> None:
+def check_duplicate_facts(c: Checker) -> None:
     f = c.w.facts
     if c.whole:  # (a streamed check reads the fact ids a row group at a time instead)
         report_repeated_ids(c, repeated_ids(lambda: iter([f.id])))
@@ -183,12 +185,12 @@ def check_duplicate_facts(c: _Checker) -> None:
         c.add(K.DUPLICATE_FACT, f"{c.describe(b)} repeats fact {int(f.id[a])}", c._ends(b), (a, b))
 
 
-def check_self_reference(c: _Checker) -> None:
+def check_self_reference(c: Checker) -> None:
     rows = np.flatnonzero(c.valid & (c.o >= 0) & (c.s == c.o))
     c.add_facts(K.SELF_REFERENCE, rows, "an entity cannot be related to itself")
 
 
-def report_repeated_ids(c: _Checker, repeats: list[tuple[int, int]]) -> None:
+def report_repeated_ids(c: Checker, repeats: list[tuple[int, int]]) -> None:
     for fid, n in repeats:
         c.add(K.DUPLICATE_FACT, f"fact id {fid} is used {n} times")
 

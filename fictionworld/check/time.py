@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from fictionworld.check.base import (
-    _BIG,
-    _Checker,
-    _d,
+    KEY_STRIDE,
+    Checker,
+    day_text,
     ongoing_mask,
 )
 from fictionworld.dates import NA_DATE, YEAR
@@ -19,7 +19,7 @@ from fictionworld.schema import (
 from fictionworld.tables import TYPE_CODE
 
 
-def check_overlaps(c: _Checker) -> None:
+def check_overlaps(c: Checker) -> None:
     f = c.w.facts
     for name, r in RELATIONS.items():
         if not r.exclusive:
@@ -27,7 +27,7 @@ def check_overlaps(c: _Checker) -> None:
         rows = c.rel(name)
         key = c.s[rows] if r.exclusive == "subject" else c.o[rows]
         start = f.start[rows].astype(np.int64)
-        end = np.where(f.end[rows] == NA_DATE, _BIG, f.end[rows])
+        end = np.where(f.end[rows] == NA_DATE, KEY_STRIDE, f.end[rows])
         order = np.lexsort((start, key))
         k, st, en, rr = key[order], start[order], end[order], rows[order]
         # running maximum of earlier ends within the same key
@@ -46,7 +46,7 @@ def check_overlaps(c: _Checker) -> None:
             )
 
 
-def check_interval_order(c: _Checker) -> None:
+def check_interval_order(c: Checker) -> None:
     f = c.w.facts
     bad = np.flatnonzero(c.valid & (f.start != NA_DATE) & (f.end != NA_DATE) & (f.end < f.start))
     c.add_facts(K.INTERVAL_ORDER, bad, "ends before it starts")
@@ -60,10 +60,10 @@ def check_interval_order(c: _Checker) -> None:
             arr[c.s[rows]] = f.v_date[rows]
         bad = np.flatnonzero((first != NA_DATE) & (second != NA_DATE) & (second < first))
         for e in c.cap(K.INTERVAL_ORDER, bad).tolist():
-            c.add(K.INTERVAL_ORDER, f"{c.ids[e]}: {b} {_d(second[e])} is before {a} {_d(first[e])}", (e,))
+            c.add(K.INTERVAL_ORDER, f"{c.ids[e]}: {b} {day_text(second[e])} is before {a} {day_text(first[e])}", (e,))
 
 
-def check_future(c: _Checker) -> None:
+def check_future(c: Checker) -> None:
     f = c.w.facts
     for col in ("v_date", "start", "end"):
         arr = getattr(f, col)
@@ -71,7 +71,7 @@ def check_future(c: _Checker) -> None:
         c.add_facts(K.FUTURE_DATE, bad, f"{col} is after the world's present {c.w.spec.present}")
 
 
-def check_lifespans(c: _Checker) -> None:
+def check_lifespans(c: Checker) -> None:
     """Both ends of a relation exist at its time: founded / born (and old enough), not dead."""
     f = c.w.facts
     for name, r in RELATIONS.items():
@@ -93,7 +93,7 @@ def check_lifespans(c: _Checker) -> None:
                 age = " (too young)" if is_person[i] and when[i] >= org[i] else " (before it existed)"
                 c.add(
                     K.LIFESPAN,
-                    f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} at {_d(when[i])}{age}",
+                    f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} at {day_text(when[i])}{age}",
                     c._ends(rows[i]),
                     (rows[i],),
                 )
@@ -104,7 +104,7 @@ def check_lifespans(c: _Checker) -> None:
             for i in c.cap(K.LIFESPAN, np.flatnonzero(dead)).tolist():
                 c.add(
                     K.LIFESPAN,
-                    f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} died {_d(death[i])}",
+                    f"{c.describe(rows[i])}: {role} {c.ids[ends[i]]} died {day_text(death[i])}",
                     c._ends(rows[i]),
                     (rows[i],),
                 )

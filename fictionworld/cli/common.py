@@ -24,7 +24,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
 DEBUG_ENV = "FICTIONWORLD_DEBUG"  # set to 1: unexpected errors show their traceback
-_PROJECT_PACKAGES = ("fictionworld", "rollout", "generators")
+_PROJECT_PACKAGES = ("fictionworld",)
 # the command-line framework's own signals and usage errors (typer reports those itself)
 
 # typer may ship its own copy of click: take its exception classes from typer itself

@@ -144,7 +144,7 @@ def _table(title: str, rows: list[tuple]) -> Table:
 
 
 def _row(name: str, records: list[dict]) -> tuple:
-    from rollout.records import summarize
+    from fictionworld.rollouts.records import summarize
 
     scored = [r for r in records if r.get("scores") is not None]
     s = summarize(scored) if scored else None
@@ -247,10 +247,10 @@ def rollout(
 
     Everything is checked before Ray starts or RUN is written: the world, the tasks, the agent
     and its settings, the env settings; a RUN holding episodes of other settings is refused."""
+    from fictionworld.rollouts.pool import SetupError, make_jobs, run_rollouts
+    from fictionworld.rollouts.records import RunError, export_parquet
     from fictionworld.storage import WorldFormatError
     from fictionworld.tasks.model import TaskError, read_tasks
-    from rollout.pool import SetupError, make_jobs, run_rollouts
-    from rollout.records import RunError, export_parquet
 
     servers = _old_names(agent, world_model, base_url, model, {"--agent-url": agent_url, "--agent-model": agent_model,
                          "--world-model-url": world_model_url, "--world-model-name": world_model_name})  # fmt: skip
@@ -311,7 +311,7 @@ def export(
     scale: Annotated[str, typer.Option(help="GRPO advantage: std ((r-mean)/std) or none (r-mean).")] = "std",
 ) -> None:
     """Export a run's episodes (messages, scores, GRPO advantages) to Parquet for HF datasets."""
-    from rollout.records import export_parquet, read_episodes
+    from fictionworld.rollouts.records import export_parquet, read_episodes
 
     if scale not in ("std", "none"):
         fail(f"--scale must be std or none, not {scale!r}")
@@ -335,8 +335,8 @@ def warn_flat_groups(records, *, singletons: bool = True) -> None:
     advantages are null and a GRPO trainer learns nothing from them."""
     from collections import defaultdict
 
-    from rollout.episode_record import as_episodes
-    from rollout.records import group_advantages
+    from fictionworld.rollouts.episode_record import as_episodes
+    from fictionworld.rollouts.records import group_advantages
 
     last = [ep for ep in {ep.episode: ep for ep in as_episodes(records)}.values() if ep.status != "error"]
     advantages = group_advantages(last)
@@ -403,10 +403,10 @@ def demo(
     (saved in DIR/results.txt)."""
     import shutil
 
+    from fictionworld.rollouts.pool import make_jobs, run_rollouts
+    from fictionworld.rollouts.records import RunError
     from fictionworld.tasks.generate import generate_tasks
     from fictionworld.tasks.model import write_tasks
-    from rollout.pool import make_jobs, run_rollouts
-    from rollout.records import RunError
 
     check_output(directory, "--dir", directory=True)
     t0 = time.perf_counter()
@@ -462,8 +462,8 @@ def train_demo(
     workers: Annotated[int, typer.Option(help="Ray actors (>= 1).", min=1)] = 2,
 ) -> None:
     """Train a small search-strategy policy with GRPO on Ray rollout rewards; plot its curve."""
+    from fictionworld.rollouts.train import plot_curve, save_result, train_policy
     from fictionworld.tasks.generate import generate_tasks
-    from rollout.train import plot_curve, save_result, train_policy
 
     check_output(directory, "--dir", directory=True)
     with out.status("generating the world…"):

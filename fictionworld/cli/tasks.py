@@ -139,9 +139,9 @@ def stats_file(tasks_file: Path) -> Path:
 def _print_stats(world, made, path: Path) -> None:
     """The set's shape next to WideSearch's published figures, and the explorer's results;
     printed, and saved as text in ``path``."""
+    from fictionworld.rollouts.agents.explorer import explore
     from fictionworld.tasks.presets import WIDESEARCH_PUBLISHED
     from fictionworld.tasks.stats import AnswerPages, task_stats
-    from rollout.agents.explorer import explore
 
     s = task_stats(made)
     with Progress(

@@ -161,7 +161,7 @@ def _bar(transient: bool = False):
 
 def _generate_graph(out_dir: Path, world_spec, seed: int, force: bool) -> None:
     """``generate --no-web``: the graph alone, in this process."""
-    from generators import generate_world, plan
+    from fictionworld.generators import generate_world, plan
 
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         fail(f"{out_dir} exists and is not empty (use --force to overwrite)")

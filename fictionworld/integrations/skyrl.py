@@ -12,7 +12,7 @@
   ``extras`` (``dataset/dataset.py``, ``PromptDataset.__getitem__``). The generator adds
   ``extras["max_turns"] = generator.max_turns`` and builds one env per trajectory with
   ``skyrl_gym.make(env_class, env_config=getattr(environment.skyrl_gym, env_class, {}),
-  extras=extras)`` (``generators/skyrl_gym_generator.py``, ``agent_loop``). Its typed config
+  extras=extras)`` (``fictionworld/generators/skyrl_gym_generator.py``, ``agent_loop``). Its typed config
   rejects unknown keys (``environment.skyrl_gym.fictionworld.*`` fails), so ``env_config`` is
   ``{}`` here and the world folder, task, fault seed, knobs and tool set come from the row's
   ``extra_info`` column (the task also from ``reward_spec.ground_truth``).

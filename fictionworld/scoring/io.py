@@ -36,7 +36,7 @@ __all__ = [
     "RUN_TASKS_FILE",
 ]
 
-EPISODES_FILE = "episodes.jsonl"  # a rollout run's episodes (rollout.records.EpisodeLog)
+EPISODES_FILE = "episodes.jsonl"  # a rollout run's episodes (fictionworld.rollouts.records.EpisodeLog)
 RUN_TASKS_FILE = "tasks.jsonl"  # the tasks a rollout run ran, beside its episodes
 # The fields of the official evaluator's WideSearchResponse dataclass: its loader builds one from
 # each record with ``WideSearchResponse(**record)``, so any other field is a TypeError there.

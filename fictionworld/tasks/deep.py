@@ -20,7 +20,7 @@ from fictionworld.tasks.grammar import render_deep
 from fictionworld.tasks.model import Task
 from fictionworld.tasks.parse import parse_question
 from fictionworld.tasks.query import Column, Condition, GraphIndex, Query, type_of_path
-from fictionworld.tasks.wide import TaskKnobs, WideTaskGenerator, _canon, build_task
+from fictionworld.tasks.wide import TaskKnobs, WideTaskGenerator, build_task, canonical_query
 from fictionworld.web.phrasing import LIST_BY_ATTRIBUTE, LIST_BY_YEAR
 
 __all__ = ["DeepTaskGenerator", "DEEP_TYPES"]
@@ -114,7 +114,7 @@ class DeepTaskGenerator:
             return None
         question = render_deep(q, r)
         readings = parse_question(question)
-        if len(readings) != 1 or not readings[0].deep or _canon(readings[0].query) != _canon(q):
+        if len(readings) != 1 or not readings[0].deep or canonical_query(readings[0].query) != canonical_query(q):
             return None
         diff = {
             "rows": 1.0,

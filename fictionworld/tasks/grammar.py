@@ -70,7 +70,7 @@ COUNT_HEADER: dict[tuple[str, str], str] = {
 }
 assert set(COUNT_HEADER) == set(LIST_BY_RELATION)
 
-_WIDE_OPENERS = (
+WIDE_OPENERS = (
     "Find every one of the {what}.",
     "List all the {what}.",
     "Compile a complete list of the {what}.",
@@ -79,35 +79,35 @@ _WIDE_OPENERS = (
     "Collect the full set of {what}.",
     "Put together a table of the {what}, leaving none out.",
 )
-_TOP_OPENERS = (
+TOP_OPENERS = (
     "Find the {n} {what} with the {extreme} {noun}.",
     "Which are the {n} {what} with the {extreme} {noun}?",
     "List the {n} {what} that have the {extreme} {noun}.",
 )
-_RANK_OPENERS = (
+RANK_OPENERS = (
     "Rank all the {what} by {noun}, {direction}.",
     "Order every one of the {what} by {noun}, {direction}.",
 )
-_DIRECTION = {True: ("highest first", "from highest to lowest"), False: ("lowest first", "from lowest to highest")}
-_TOP_TAIL = ("Rank them {direction}.", "Number them from 1, {direction}.")
-_COLUMN_REQUEST = (
+DIRECTION = {True: ("highest first", "from highest to lowest"), False: ("lowest first", "from lowest to highest")}
+TOP_TAIL = ("Rank them {direction}.", "Number them from 1, {direction}.")
+COLUMN_REQUEST = (
     "For each of them give: {cols}.",
     "For every one, report {cols}.",
     "Include for each: {cols}.",
     "The table should give {cols}.",
 )
-_FORMAT = (
+FORMAT = (
     "Answer with one Markdown table, one row per {one}, with exactly these columns in this order:",
     "Present the result as a single Markdown table (one row per {one}) with the columns below, in this order:",
     "Return one Markdown table with one row for each {one} and these columns, in order:",
 )
-_DEEP_OPENERS = (
+DEEP_OPENERS = (
     "Identify the {noun} {what}.",
     "Name the {noun} {what}.",
     "Which {noun} is the one {what}?",
     "There is exactly one {noun} {what}. Which is it?",
 )
-_DEEP_FORMAT = (
+DEEP_FORMAT = (
     "Answer with one Markdown table with a single column, Answer, holding its name:",
     "Reply with a Markdown table of one column, Answer, holding its name:",
 )
@@ -251,28 +251,28 @@ def render_wide(q: Query, names: dict[str, str], rng) -> str:
     """The question of a wide query: set, order, columns, instructions, table header."""
     what = f"{PLURAL[q.type]} {_join([clause(q.type, c, names, rng) for c in q.conditions], rng)}"
     if q.order is None:
-        head = _pick(rng, _WIDE_OPENERS).format(what=what)
+        head = _pick(rng, WIDE_OPENERS).format(what=what)
     else:
         o = q.order
         noun = ATTR_NOUN[o.attribute] if not o.path else header(q.type, Column(header="", path=o.path,
                                                                                   attribute=o.attribute)).lower()  # fmt: skip
-        direction = _pick(rng, _DIRECTION[o.descending])
+        direction = _pick(rng, DIRECTION[o.descending])
         if o.limit is None:
-            head = _pick(rng, _RANK_OPENERS).format(what=what, noun=noun, direction=direction)
+            head = _pick(rng, RANK_OPENERS).format(what=what, noun=noun, direction=direction)
         else:
             extreme = "highest" if o.descending else "lowest"
-            head = _pick(rng, _TOP_OPENERS).format(n=o.limit, what=what, extreme=extreme, noun=noun)
+            head = _pick(rng, TOP_OPENERS).format(n=o.limit, what=what, extreme=extreme, noun=noun)
             if any(c.aggregate == "rank" for c in q.columns):  # numbered only where ranks are asked
-                head += " " + _pick(rng, _TOP_TAIL).format(direction=direction)
+                head += " " + _pick(rng, TOP_TAIL).format(direction=direction)
     headers = [c.header for c in q.columns]
     cols = ", ".join(h.lower() if j else h.lower() + " (the name)" for j, h in enumerate(headers))
     return (
-        f"{head} {_pick(rng, _COLUMN_REQUEST).format(cols=cols)} {instructions(list(q.columns), rng)}"
-        f"{_pick(rng, _FORMAT).format(one=singular(q.type))}\n| " + " | ".join(headers) + " |"
+        f"{head} {_pick(rng, COLUMN_REQUEST).format(cols=cols)} {instructions(list(q.columns), rng)}"
+        f"{_pick(rng, FORMAT).format(one=singular(q.type))}\n| " + " | ".join(headers) + " |"
     )
 
 
 def render_deep(q: Query, rng) -> str:
     parts = [clause(q.type, c, {}, rng) for c in q.conditions]
-    head = _pick(rng, _DEEP_OPENERS).format(noun=singular(q.type), what=_join(parts, rng))
-    return f"{head} {_pick(rng, _DEEP_FORMAT)}\n| Answer |"
+    head = _pick(rng, DEEP_OPENERS).format(noun=singular(q.type), what=_join(parts, rng))
+    return f"{head} {_pick(rng, DEEP_FORMAT)}\n| Answer |"

@@ -15,15 +15,15 @@ from functools import cache
 from fictionworld.schema import ENTITY_TYPES, DType
 from fictionworld.tasks.clauses import header
 from fictionworld.tasks.grammar import (
-    _COLUMN_REQUEST,
-    _DEEP_FORMAT,
-    _DEEP_OPENERS,
-    _DIRECTION,
-    _FORMAT,
-    _RANK_OPENERS,
-    _TOP_OPENERS,
-    _TOP_TAIL,
-    _WIDE_OPENERS,
+    COLUMN_REQUEST,
+    DEEP_FORMAT,
+    DEEP_OPENERS,
+    DIRECTION,
+    FORMAT,
+    RANK_OPENERS,
+    TOP_OPENERS,
+    TOP_TAIL,
+    WIDE_OPENERS,
     candidate_columns,
     column_format,
     count_columns,
@@ -239,7 +239,7 @@ def _headers(question: str) -> list[str]:
 
 
 _SENTENCE_STARTS = sorted(
-    {tpl.split("{", 1)[0] for tpl in (*_COLUMN_REQUEST, *_TOP_TAIL, *_FORMAT, *_DEEP_FORMAT)} | {"Which is it?"}
+    {tpl.split("{", 1)[0] for tpl in (*COLUMN_REQUEST, *TOP_TAIL, *FORMAT, *DEEP_FORMAT)} | {"Which is it?"}
 )
 
 
@@ -251,18 +251,18 @@ def _head_regexes(openers, slots) -> list[re.Pattern]:
 @cache
 def _compiled():
     what = "(?P<what>.+?)"
-    wide = _head_regexes(_WIDE_OPENERS, {"what": what})
+    wide = _head_regexes(WIDE_OPENERS, {"what": what})
     top = _head_regexes(
-        [o + " " + t for o in _TOP_OPENERS for t in _TOP_TAIL] + list(_TOP_OPENERS),
+        [o + " " + t for o in TOP_OPENERS for t in TOP_TAIL] + list(TOP_OPENERS),
         {"what": what, "n": "(?P<n>[0-9]+)", "extreme": "(?P<extreme>highest|lowest)", "noun": "(?P<noun>.+?)",
-         "direction": "(?P<direction>" + "|".join(re.escape(d) for ds in _DIRECTION.values() for d in ds) + ")"},
+         "direction": "(?P<direction>" + "|".join(re.escape(d) for ds in DIRECTION.values() for d in ds) + ")"},
     )  # fmt: skip
     rank = _head_regexes(
-        _RANK_OPENERS,
+        RANK_OPENERS,
         {"what": what, "noun": "(?P<noun>.+?)",
-         "direction": "(?P<direction>" + "|".join(re.escape(d) for ds in _DIRECTION.values() for d in ds) + ")"},
+         "direction": "(?P<direction>" + "|".join(re.escape(d) for ds in DIRECTION.values() for d in ds) + ")"},
     )  # fmt: skip
-    deep = _head_regexes(_DEEP_OPENERS, {"noun": "(?P<noun>.+?)", "what": what})
+    deep = _head_regexes(DEEP_OPENERS, {"noun": "(?P<noun>.+?)", "what": what})
     return wide, top, rank, deep
 
 
@@ -322,10 +322,10 @@ def parse_question(question: str) -> list[Parsed]:
             g = m.groupdict()
             if limited:
                 descending = g["extreme"] == "highest"
-                if g.get("direction") is not None and g["direction"] not in _DIRECTION[descending]:
+                if g.get("direction") is not None and g["direction"] not in DIRECTION[descending]:
                     continue
             else:
-                descending = g["direction"] in _DIRECTION[True]
+                descending = g["direction"] in DIRECTION[True]
             for t, conds in _what(g["what"], _PLURALS):
                 for o in _order_of(t, g["noun"], descending, int(g["n"]) if limited else None):
                     add(t, conds, o)

@@ -1,4 +1,4 @@
-"""What a task set looks like (:func:`rollout.agents.explorer.explore` adds whether an agent that
+"""What a task set looks like (:func:`fictionworld.rollouts.agents.explorer.explore` adds whether an agent that
 knows nothing solves it).
 
 :func:`task_stats` summarises a set (families, rows, columns, cells, hops, conditions, and

@@ -504,7 +504,7 @@ def _named(c: Condition, names: dict[str, str]) -> Condition:
     return c
 
 
-def _canon(q: Query) -> str:
+def canonical_query(q: Query) -> str:
     def num(c: Condition) -> Condition:
         if c.any_of:
             return c.model_copy(update={"any_of": tuple(num(x) for x in c.any_of)})
@@ -520,7 +520,7 @@ def _reads_back(question: str, q: Query, names: dict[str, str]) -> bool:
     if len(readings) != 1:
         return False
     want = q.model_copy(update={"conditions": tuple(_named(c, names) for c in q.conditions)})
-    return _canon(readings[0].query) == _canon(want)
+    return canonical_query(readings[0].query) == canonical_query(want)
 
 
 def _sig(v: float) -> float:

@@ -19,8 +19,8 @@ def oracle_calls(world, task, *, seed: int = 0, knobs=None, tools: str = "basic"
     episode of ``task`` with ``seed``, its ``answer`` last. Faults are drawn from the seed and
     the call's position, so an adapter episode with the same seed and knobs sees the same
     observations. Raises if the oracle did not reach reward 1 (the world would be broken)."""
-    from rollout.agents.oracle import OracleAgent
-    from rollout.episode import run_episode
+    from fictionworld.rollouts.agents.oracle import OracleAgent
+    from fictionworld.rollouts.episode import run_episode
 
     env = SearchEnv(world.web, EnvConfig(tools=tools, knobs=knobs, **TRAINER_ENV))
     episode = run_episode(env, OracleAgent(world), task, seed=seed)

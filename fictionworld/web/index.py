@@ -26,15 +26,15 @@ from fictionworld.web.index_files import (
     COMMON_BEST,
     COMMON_TERMS,
     PID_RUNS,
-    _open_runs,
     frequent_terms,
     join_common_terms,
+    open_runs,
     order_segments,
     write_common_best,
     write_json,
     write_pid_runs,
 )
-from fictionworld.web.index_schema import _analyzer, _document, _schema
+from fictionworld.web.index_schema import build_analyzer, build_schema, page_document
 
 __all__ = [
     "SearchBackend",
@@ -150,15 +150,15 @@ class TantivyIndex:
         self._t = tantivy
         self.index = index
         self.path = path
-        self.index.register_tokenizer("fw", _analyzer())
-        self._analyzer = _analyzer()
+        self.index.register_tokenizer("fw", build_analyzer())
+        self._analyzer = build_analyzer()
         self.schema = self.index.schema
         self.searcher = self.index.searcher()
         self.num_docs = self.searcher.num_docs
         self._df: dict[tuple[str, str], int] = {}  # document frequency per clause (field, token)
         self._outside: dict[tuple[str, tuple[str, ...]], int] = {}  # freq_outside per (token, layers)
         self.common = CommonClauses(self)  # what the search knows of the common clauses, cached
-        self._runs = _open_runs(self.searcher, path) if path is not None else None
+        self._runs = open_runs(self.searcher, path) if path is not None else None
         try:  # an index built before pages had their layer indexed cannot leave layers out
             self.searcher.doc_freq("layer", "")
             self.hides_layers = True
@@ -188,11 +188,11 @@ class TantivyIndex:
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
-        index = tantivy.Index(_schema(), path=str(path))
-        index.register_tokenizer("fw", _analyzer())
+        index = tantivy.Index(build_schema(), path=str(path))
+        index.register_tokenizer("fw", build_analyzer())
         writer = index.writer(heap_size=heap * threads, num_threads=threads)
         for i, doc in enumerate(docs):
-            writer.add_document(_document(first_id + i, *doc))
+            writer.add_document(page_document(first_id + i, *doc))
             if progress and i % 10_000 == 0:
                 progress(i)
         writer.commit()

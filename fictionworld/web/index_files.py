@@ -167,7 +167,7 @@ class _PidRuns:
         return self.pid[i] + (g - self.start[i])
 
 
-def _open_runs(searcher, path: Path) -> _PidRuns | None:
+def open_runs(searcher, path: Path) -> _PidRuns | None:
     """The index's page-id runs, or None (then hits read the ``pid`` fast field) when the file
     is missing, does not lay runs end to end over every segment, or disagrees with the fast
     field on the first and last document of any segment (checked in one call)."""

@@ -1,13 +1,13 @@
-"""What a page is in the search index: its fields (:func:`_schema`), the analyzer of its title
-and body (:func:`_analyzer`: words, lower-cased, ASCII-folded, stemmed) and one page's document
-(:func:`_document`). :mod:`fictionworld.web.index` builds and searches indexes of them."""
+"""What a page is in the search index: its fields (:func:`build_schema`), the analyzer of its title
+and body (:func:`build_analyzer`: words, lower-cased, ASCII-folded, stemmed) and one page's document
+(:func:`page_document`). :mod:`fictionworld.web.index` builds and searches indexes of them."""
 
 from __future__ import annotations
 
 from fictionworld.folding import fold_phrase
 
 
-def _analyzer():
+def build_analyzer():
     import tantivy
 
     return (
@@ -20,7 +20,7 @@ def _analyzer():
     )
 
 
-def _schema():
+def build_schema():
     import tantivy
 
     b = tantivy.SchemaBuilder()
@@ -36,7 +36,7 @@ def _schema():
     return b.build()
 
 
-def _document(pid: int, title: str, body: str, layer: str = ""):
+def page_document(pid: int, title: str, body: str, layer: str = ""):
     """The tantivy document of page ``pid`` (``body`` as plain text) of perturbation layer
     ``layer`` ("": the authoritative web, not indexed). Built field by field:
     ``Document(**fields)`` converts its keyword arguments generically, 2.3 times the cost

@@ -48,23 +48,23 @@ from fictionworld.web.phrasing import (
     TYPE_LABEL,
 )
 from fictionworld.web.values import (  # noqa: F401 — the value patterns are part of this module's API
-    _LINK_TEXT,
-    _LINK_URL,
-    _UNIT,
     CENTS_RE,
     DATE_RE,
     FLOAT_RE,
     INT_RE,
     LINK_RE,
+    LINK_TEXT,
+    LINK_URL,
     MONEY_RE,
     TEXT_RE,
+    UNIT,
     URL_RE,
-    _parser,
-    _value_regex,
     parse_date,
     parse_float,
     parse_int,
     parse_value,
+    value_parser,
+    value_regex,
 )
 
 __all__ = [
@@ -167,7 +167,7 @@ def _pieces(template: str, self_slot: str, p: str, i: int, *, loose: bool) -> tu
         elif slot in ("s", "o"):
             out[-1].append(LINK_RE.format(i=i))
         elif slot == "v":
-            out[-1].append(f"(?P<v{i}>{_value_regex(p, loose=loose)})")
+            out[-1].append(f"(?P<v{i}>{value_regex(p, loose=loose)})")
         elif slot == "a":
             out[-1].append("an?")
         elif slot == "start":
@@ -217,7 +217,7 @@ def _section(entries: list[tuple[str, str, bool, str]], start: int, loose: bool)
         i = start + k
         relation = p in RELATIONS
         head, tail = _pieces(template, "o" if incoming else "s", p, i, loose=loose)
-        parse = None if relation else _parser(p)
+        parse = None if relation else value_parser(p)
         tpl = _Template(p, relation, incoming, re.compile(head) if head else None, re.compile(tail), parse, str(i))
         templates.append(tpl)
         if head is None:
@@ -255,8 +255,7 @@ def _reader(t: str, loose: bool = False) -> _TypeReader:
             if labels.setdefault(label, p) != p:  # pragma: no cover - the phrasing tables changed
                 raise ValueError(f"infobox label {label!r} is ambiguous for a {t}: {labels[label]} or {p}")
     values = {
-        p: re.compile(f"({_value_regex(p, loose=loose)}){re.escape(_UNIT[p]) + '?' if p in _UNIT else ''}")
-        for p in attrs
+        p: re.compile(f"({value_regex(p, loose=loose)}){re.escape(UNIT[p]) + '?' if p in UNIT else ''}") for p in attrs
     }
     # the same templates once more, all in one section, numbered apart from the others
     return _TypeReader(t, labels, values, sections, _section(entries, n, loose))
@@ -401,12 +400,12 @@ def _infobox_line(reader: _TypeReader, line: str) -> Statement | None:
         if loose is None:
             return None
         v = loose
-    return Statement(p, _parser(p)(v.group(1)))
+    return Statement(p, value_parser(p)(v.group(1)))
 
 
 # -- directories -----------------------------------------------------------------------------
 _SHOWING = re.compile(r"Showing entries (\d+)–(\d+) of (\d+) \(page (\d+) of (\d+)\)\.")
-_MEMBER = re.compile(rf"- \[(?P<n>{_LINK_TEXT})\]\((?P<u>{_LINK_URL})\)")
+_MEMBER = re.compile(rf"- \[(?P<n>{LINK_TEXT})\]\((?P<u>{LINK_URL})\)")
 
 
 def read_directory(markdown: str) -> Directory | None:

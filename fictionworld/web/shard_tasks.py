@@ -44,19 +44,19 @@ __all__ = [
 # know: Arrow's reader decompresses what it reads.
 SHARD_COMPRESSION = "zstd"
 
-_WORLDS: dict[str, object] = {}  # graph directory -> World, one per worker process
+WORLD_CACHE: dict[str, object] = {}  # graph directory -> World, one per worker process
 # render store directory -> (its store.json's identity when opened, Renderer): a store removed,
 # or removed and written again (a resumed build that renders a damaged shard again), is let go
-_RENDERERS: dict[str, tuple[tuple[int, int] | None, Renderer]] = {}
+RENDERER_CACHE: dict[str, tuple[tuple[int, int] | None, Renderer]] = {}
 
 
 def _world(graph: str):
-    w = _WORLDS.get(graph)
+    w = WORLD_CACHE.get(graph)
     if w is None:
         from fictionworld.world import World
 
         # The driver verified the files when it wrote or resumed the graph.
-        w = _WORLDS[graph] = World.load(graph, verify=False)
+        w = WORLD_CACHE[graph] = World.load(graph, verify=False)
     return w
 
 
@@ -70,11 +70,11 @@ def _store_id(store: str) -> tuple[int, int] | None:
 
 
 def _renderer(store: str) -> Renderer:
-    _WORLDS.clear()  # a worker that wrote the lexicon or ran the checks needs the graph no more
+    WORLD_CACHE.clear()  # a worker that wrote the lexicon or ran the checks needs the graph no more
     _forget_removed_stores()
-    got = _RENDERERS.get(store)
+    got = RENDERER_CACHE.get(store)
     if got is None:
-        got = _RENDERERS[store] = (_store_id(store), Renderer(RenderStore.open(store)))
+        got = RENDERER_CACHE[store] = (_store_id(store), Renderer(RenderStore.open(store)))
     return got[1]
 
 
@@ -84,12 +84,12 @@ def _forget_removed_stores() -> None:
     disk space until the worker ends. Index tasks call it as they start, between record batches
     and as they end (at 10M entities the store is 6.8 GiB), and render tasks as they start. A
     stat per store: cheap enough to ask often."""
-    _drop_renderers([s for s, (opened, _) in _RENDERERS.items() if _store_id(s) != opened])
+    _drop_renderers([s for s, (opened, _) in RENDERER_CACHE.items() if _store_id(s) != opened])
 
 
 def _drop_renderers(stores: list[str]) -> None:
     for store in stores:
-        del _RENDERERS[store]
+        del RENDERER_CACHE[store]
     if stores:
         import gc
 
@@ -104,7 +104,7 @@ def tidy(fn, *args):
     units that the last renderers run next, long after the store is removed: at 10M entities
     both workers held the removed 6.8 GiB store for minutes, disk space the build's peak
     counted."""
-    _drop_renderers(list(_RENDERERS))
+    _drop_renderers(list(RENDERER_CACHE))
     return fn(*args)
 
 
@@ -120,7 +120,7 @@ def make_graph(
     """Generate the world into ``graph`` and write its render store to ``store``, in a process
     of its own. No process holds the whole world: the generators' block tasks spool what they
     make, and this process writes the graph from the spools a block at a time
-    (:func:`generators.streamed.write_graph_files`); the store is written from the graph's
+    (:func:`fictionworld.generators.streamed.write_graph_files`); the store is written from the graph's
     files by workers (:mod:`~fictionworld.web.store_stream`): its entity files as soon as
     ``entities.parquet`` is written, beside the rest of the write, and its fact files beside
     the content hash. The block tasks run on ``where``: ``("local", workers)`` (forked from
@@ -134,10 +134,10 @@ def make_graph(
     With ``progress`` (a file), the stage it is at is kept there for the driver to show
     (:func:`graph_progress`): ``{"stage", "done", "total"}``, a step per round of block tasks,
     one for writing the graph and one for sealing the render store."""
+    from fictionworld.generators.streamed import write_graph_files
     from fictionworld.spec import WorldSpec
     from fictionworld.web.store_stream import seal_store, write_store_entities, write_store_facts
     from fictionworld.world import World
-    from generators.streamed import write_graph_files
 
     world_spec = WorldSpec.model_validate(spec)
     report = _GraphProgress(progress, world_spec)
@@ -187,8 +187,8 @@ class _GraphProgress:
     sealing the render store."""
 
     def __init__(self, path: str | None, world_spec):
-        from generators import plan
-        from generators.blocks import waves
+        from fictionworld.generators import plan
+        from fictionworld.generators.blocks import waves
 
         counts = world_spec.counts()
         self.path, self.done = (Path(path) if path else None), 0
@@ -244,7 +244,7 @@ def write_graph(world, graph: str | Path, store: str | Path) -> None:
     room, rss = psutil.virtual_memory().available, psutil.Process().memory_info().rss
     saver = None
     if room > 3 * rss:
-        _WORLDS[str(graph)] = world  # the child inherits it
+        WORLD_CACHE[str(graph)] = world  # the child inherits it
         saver = forked_pool(1)
         saved = saver.submit(_save_inherited, str(graph))
     elif room > rss // 2:
@@ -261,14 +261,14 @@ def write_graph(world, graph: str | Path, store: str | Path) -> None:
     finally:
         if saver is not None:
             saver.shutdown(wait=True, cancel_futures=True)
-            _WORLDS.pop(str(graph), None)
+            WORLD_CACHE.pop(str(graph), None)
     os.replace(tmp, store)
 
 
 def _save_inherited(graph: str) -> None:
     from fictionworld.storage import save_world
 
-    save_world(_WORLDS[graph], graph, web=False)
+    save_world(WORLD_CACHE[graph], graph, web=False)
 
 
 def _peak_rss() -> int:
@@ -380,7 +380,7 @@ def index_shard(
     from fictionworld.web.index import TantivyIndex
 
     t = time.process_time()
-    _WORLDS.clear()  # the index writer's heap gets the graph's memory (the renderer stays: the
+    WORLD_CACHE.clear()  # the index writer's heap gets the graph's memory (the renderer stays: the
     # worker renders again next, and its store is memory-mapped)
     _forget_removed_stores()
     final = Path(index_dir)

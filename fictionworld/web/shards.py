@@ -31,8 +31,8 @@ from fictionworld.web.index_files import write_json
 from fictionworld.web.join import MOVING, PAGES_DONE, join_pages, join_shards, joined_intact, move_joined, unjoin
 from fictionworld.web.render import RENDERER
 from fictionworld.web.shard_tasks import (
-    _RENDERERS,
-    _WORLDS,
+    RENDERER_CACHE,
+    WORLD_CACHE,
     build_lexicon,
     graph_progress,
     index_shard,
@@ -161,7 +161,7 @@ def build_world(
     t = time.perf_counter()
     summary = join_shards(len(plan["shards"]), build, graph, out, say)
     times["finish_s"] = time.perf_counter() - t
-    for cache in (_WORLDS, _RENDERERS):
+    for cache in (WORLD_CACHE, RENDERER_CACHE):
         cache.clear()
     return {**summary, "times": times, "violations": result["violations"], "nodes": result["nodes"],
             "shards": len(plan["shards"]), "resumed_shards": result["resumed_shards"]}  # fmt: skip

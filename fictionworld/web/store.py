@@ -71,7 +71,7 @@ ENTITY_SCHEMA = pa.schema(
 LIST_SCHEMA = pa.schema(
     [("title", pa.string()), ("about", pa.int32()), ("members", pa.list_(pa.int32())), ("facts", pa.list_(pa.int64()))]
 )
-_TABLES = {"entities": ENTITY_SCHEMA, "by-subject": FACT_SCHEMA, "by-object": FACT_SCHEMA, "lists": LIST_SCHEMA}
+TABLES = {"entities": ENTITY_SCHEMA, "by-subject": FACT_SCHEMA, "by-object": FACT_SCHEMA, "lists": LIST_SCHEMA}
 
 
 class RenderStore:
@@ -96,8 +96,8 @@ class RenderStore:
         meta = json.loads((path / "store.json").read_text())
         if meta.get("format") != STORE_FORMAT:
             raise ValueError(f"{path}: not a render store of format {STORE_FORMAT}")
-        maps = {name: MappedArrow(path / f"{name}.arrow", "normal") for name in [*_TABLES, "names"]}
-        tables = {name: maps[name].table for name in _TABLES}
+        maps = {name: MappedArrow(path / f"{name}.arrow", "normal") for name in [*TABLES, "names"]}
+        tables = {name: maps[name].table for name in TABLES}
         return cls(meta, tables, maps["names"].table.column(0), tuple(maps.values()))
 
     def release(self) -> None:
@@ -180,13 +180,13 @@ def write_store(world, path: str | Path | None = None, *, pool: float | None = N
     starts = np.arange(0, n + block, block).clip(max=n)
     incoming = np.flatnonzero(np.isin(f.predicate, [PREDICATES.index(p) for p in INCOMING]) & (f.object >= 0))
     parts = {
-        "entities": (ENTITY_SCHEMA, lambda: _entity_batches(world, share)),
+        "entities": (ENTITY_SCHEMA, lambda: entity_batches(world, share)),
         "by-subject": (FACT_SCHEMA, lambda: _fact_batches(f, f.subject, None, starts)),
         # what an entity's article says of those pointing at it (and an award's recipients)
         "by-object": (FACT_SCHEMA, lambda: _fact_batches(f, f.object, incoming, starts)),
-        "lists": (LIST_SCHEMA, lambda: _list_table(world).to_batches()),
+        "lists": (LIST_SCHEMA, lambda: list_table(world).to_batches()),
     }
-    names = _unique_sorted(pa.array(e.name.tolist(), pa.string()))
+    names = unique_sorted(pa.array(e.name.tolist(), pa.string()))
     if path is None:
         tables = {
             name: pa.Table.from_batches(list(batches()), schema=schema) for name, (schema, batches) in parts.items()
@@ -213,7 +213,7 @@ def store_meta(seed: int, spec, entities: int, facts: int, share: float) -> dict
     }  # fmt: skip
 
 
-def _unique_sorted(strings: pa.Array) -> pa.Array:
+def unique_sorted(strings: pa.Array) -> pa.Array:
     u = pc.unique(strings)
     return u.take(pc.sort_indices(u))
 
@@ -228,7 +228,7 @@ def _pool(seed: int, n: int, share: float) -> np.ndarray:
     return out
 
 
-def _entity_batches(world, share: float):
+def entity_batches(world, share: float):
     """Name, type, aliases, article URL and pool flag, ``ENTITY_BATCH`` rows at a time.
 
     Article URL: the name's slug, and ``_(type)`` (then ``_(type_k)``) where two names share a
@@ -277,10 +277,10 @@ def _fact_batches(f, key: np.ndarray, rows: np.ndarray | None, starts: np.ndarra
     del order
     cuts = np.searchsorted(key[rows], starts)
     for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-        yield _fact_batch(f, rows[a:b])
+        yield fact_batch(f, rows[a:b])
 
 
-def _fact_batch(f, rows: np.ndarray) -> pa.RecordBatch:
+def fact_batch(f, rows: np.ndarray) -> pa.RecordBatch:
     return pa.record_batch(
         [
             pa.array(rows, pa.int64()),
@@ -299,7 +299,7 @@ def _fact_batch(f, rows: np.ndarray) -> pa.RecordBatch:
     )
 
 
-def _list_table(world) -> pa.Table:
+def list_table(world) -> pa.Table:
     """Every directory (the ``LIST_BY_*`` groupings), by title; where two groupings give the
     same title the later one wins. Members and fact ids are gathered with array operations,
     so a world of any size costs a few sorts, not a Python list per member."""

@@ -20,7 +20,7 @@ read a Parquet row group at a time:
 - ``store.json`` last.
 
 At 10M entities (87.8M facts) that is a peak RSS of 2.65 GiB, the most of it in
-``_list_table`` (the directories); the spools take as much disk as ``by-subject.arrow``.
+``list_table`` (the directories); the spools take as much disk as ``by-subject.arrow``.
 Every record batch is made by the same helpers :func:`write_store` uses (fed a partial fact
 table, or a small world-like object), so the files cannot drift apart.
 """
@@ -44,15 +44,15 @@ from fictionworld.tables import NA_DATE, NA_INT, TYPE_NAMES, FactTable
 from fictionworld.web.arrow import write_arrow
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 from fictionworld.web.store import (
-    _TABLES,
     ENTITY_SCHEMA,
     FACT_SCHEMA,
     LIST_SCHEMA,
-    _entity_batches,
-    _fact_batch,
-    _list_table,
-    _unique_sorted,
+    TABLES,
+    entity_batches,
+    fact_batch,
+    list_table,
     store_meta,
+    unique_sorted,
 )
 
 __all__ = ["write_store_from_graph", "write_store_facts", "write_store_entities", "seal_store", "FACTS_PER_BUCKET"]
@@ -129,7 +129,7 @@ def write_store_facts(graph: str | Path, path: str | Path, *, facts_per_bucket: 
         # The directories name only the objects of their relations: those names, not all.
         named = _relation_objects(list_facts, n)
         names = _Column(_entity_column(world_dir, "name", named), named)
-        lists = _list_table(_World(seed, _Entities(type_code, names), list_facts, values))
+        lists = list_table(_World(seed, _Entities(type_code, names), list_facts, values))
         del list_facts, values, names
         _write_batches(path / "lists.arrow", LIST_SCHEMA, lists.to_batches())
         del lists
@@ -148,20 +148,20 @@ def write_store_entities(graph: str | Path, path: str | Path, seed: int, share: 
     build starts it while the facts are still being written. ``seed`` and ``share`` (the
     perturbation pool) are the world's."""
     from fictionworld.storage import ENTITY_SCHEMA as GRAPH_ENTITIES
-    from fictionworld.storage import _footer
+    from fictionworld.storage import footer_rows
 
     world_dir = Path(graph)
-    rows = _footer(world_dir, "entities.parquet", tuple(GRAPH_ENTITIES.names))
+    rows = footer_rows(world_dir, "entities.parquet", tuple(GRAPH_ENTITIES.names))
     type_code = lazy_tables(world_dir, rows, 0)[0].type_code
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     names = _entity_column(world_dir, "name")
     aliases = _Column(_entity_column(world_dir, "aliases"), arrow=True)
     entities = _Entities(type_code, _Column(names), aliases)
-    _write_batches(path / "entities.arrow", ENTITY_SCHEMA, _entity_batches(_World(int(seed), entities), share))
+    _write_batches(path / "entities.arrow", ENTITY_SCHEMA, entity_batches(_World(int(seed), entities), share))
     del entities, aliases
     _release()
-    write_arrow(path / "names.arrow", pa.table({"name": _unique_sorted(names)}))
+    write_arrow(path / "names.arrow", pa.table({"name": unique_sorted(names)}))
 
 
 def seal_store(graph: str | Path, path: str | Path, *, pool: float | None = None) -> None:
@@ -170,7 +170,7 @@ def seal_store(graph: str | Path, path: str | Path, *, pool: float | None = None
     counts, seed and spec."""
     w = SavedWorld(graph)
     path = Path(path)
-    missing = [f"{t}.arrow" for t in (*_TABLES, "names") if not (path / f"{t}.arrow").exists()]
+    missing = [f"{t}.arrow" for t in (*TABLES, "names") if not (path / f"{t}.arrow").exists()]
     if missing:
         raise RuntimeError(f"{path}: the store lacks {', '.join(missing)}; not sealed")
     meta = store_meta(int(w.manifest["seed"]), w.spec, len(w.entities), w.n_facts, _share(w.spec, pool))
@@ -181,10 +181,10 @@ def _release() -> None:
     """Give the memory the last phase freed back to the system: Arrow's allocator and glibc's
     keep it for reuse, and it would add to the next phase's peak (at 10M entities, 0.5 GiB
     after the pass over the facts)."""
-    from fictionworld.check import _give_back_freed_memory
+    from fictionworld.check import give_back_freed_memory
 
     pa.default_memory_pool().release_unused()
-    _give_back_freed_memory()
+    give_back_freed_memory()
 
 
 def _write_batches(file: Path, schema: pa.Schema, batches) -> None:
@@ -332,16 +332,16 @@ class _Spools:
         cuts = np.searchsorted(key[order], starts)
         for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
             local = order[a:b]
-            yield _with_rows(_fact_batch(f, local), f.row[local])
+            yield _with_rows(fact_batch(f, local), f.row[local])
 
 
 def _with_rows(batch: pa.RecordBatch, rows: np.ndarray) -> pa.RecordBatch:
-    """``batch`` (from :func:`_fact_batch` of a part of the facts) with their rows in the world."""
+    """``batch`` (from :func:`fact_batch` of a part of the facts) with their rows in the world."""
     return pa.record_batch([pa.array(rows, pa.int64()), *batch.columns[1:]], schema=FACT_SCHEMA)
 
 
 class _Facts:
-    """The facts of spool ``files`` (``n`` in all) as :func:`_fact_batch` reads them: numbers
+    """The facts of spool ``files`` (``n`` in all) as :func:`fact_batch` reads them: numbers
     as NumPy arrays, filled a record batch at a time (one spool's batches in memory beside
     them, not a second copy of the bucket); the texts in Arrow, taken a block at a time."""
 
@@ -398,7 +398,7 @@ class _Column:
 
 
 class _Entities:
-    """What :func:`_list_table` and :func:`_entity_batches` read of the entities: type codes,
+    """What :func:`list_table` and :func:`entity_batches` read of the entities: type codes,
     names, aliases (where read)."""
 
     def __init__(self, type_code: np.ndarray, name: _Column, aliases: _Column | None = None):
@@ -409,7 +409,7 @@ class _Entities:
 
 
 def _relation_objects(f: FactTable, n: int) -> np.ndarray:
-    """The entity rows the directories by relation are about (as ``_list_table`` indexes names)."""
+    """The entity rows the directories by relation are about (as ``list_table`` indexes names)."""
     codes = [PREDICATES.index(p) for p, _ in LIST_BY_RELATION]
     objects = f.object[np.isin(f.predicate, codes)]
     return np.unique(np.where(objects < 0, objects + n, objects))

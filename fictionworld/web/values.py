@@ -17,7 +17,7 @@ __all__ = ["parse_date", "parse_int", "parse_float", "parse_value", "DATE_RE", "
 
 _MONEY = frozenset({"revenue_usd", "box_office_usd"})  # render._MONEY: ints written as money
 _CENTS = frozenset({"price_usd"})  # floats written as money with cents
-_UNIT = {"area_km2": " km²", "elevation_m": " m", "height_cm": " cm", "runtime_min": " min"}  # infobox only
+UNIT = {"area_km2": " km²", "elevation_m": " m", "height_cm": " cm", "runtime_min": " min"}  # infobox only
 _MONTH = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(MONTHS)}
 _FULL = "|".join(MONTHS)
 _ABBR = "|".join(m[:3] for m in MONTHS)
@@ -30,9 +30,9 @@ CENTS_RE = r"(?:\$\d{1,3}(?:,\d{3})*\.\d\d|\d{1,3}(?:,\d{3})*\.\d\d USD)"
 FLOAT_RE = rf"-?(?:{_GROUPED}|\d+)\.\d+"
 URL_RE = r"https?://\S+?"
 TEXT_RE = r".+?"
-_LINK_TEXT = r"(?:[^\[\]\n]|\[[^\[\]\n]*\])*"  # a name, one level of brackets allowed
-_LINK_URL = r"(?:[^\s()]|\([^\s()]*\))*"  # a URL, namesakes' "…_(person)" allowed
-LINK_RE = rf"\[(?P<n{{i}}>{_LINK_TEXT})\]\((?P<u{{i}}>{_LINK_URL})\)"
+LINK_TEXT = r"(?:[^\[\]\n]|\[[^\[\]\n]*\])*"  # a name, one level of brackets allowed
+LINK_URL = r"(?:[^\s()]|\([^\s()]*\))*"  # a URL, namesakes' "…_(person)" allowed
+LINK_RE = rf"\[(?P<n{{i}}>{LINK_TEXT})\]\((?P<u{{i}}>{LINK_URL})\)"
 _SIZE = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 _WORDS_TUPLE = tuple(_SIZE)
 
@@ -68,7 +68,7 @@ def parse_float(s: str) -> float:
     return float(s.removeprefix("$").removesuffix(" USD").replace(",", ""))
 
 
-def _value_regex(p: str, *, loose: bool = False) -> str:
+def value_regex(p: str, *, loose: bool = False) -> str:
     dtype = DTYPE[p]
     if dtype == DType.DATE:
         return DATE_RE
@@ -85,7 +85,7 @@ def _value_regex(p: str, *, loose: bool = False) -> str:
     return TEXT_RE
 
 
-def _parser(p: str) -> Callable[[str], object]:
+def value_parser(p: str) -> Callable[[str], object]:
     dtype = DTYPE[p]
     if dtype == DType.DATE:
         return parse_date
@@ -99,9 +99,9 @@ def _parser(p: str) -> Callable[[str], object]:
 def parse_value(predicate: str, text: str):
     """The typed value of attribute ``predicate`` written as ``text`` (a sentence's or an
     infobox's format, unit allowed); ValueError when it is not written in a page format."""
-    unit = _UNIT.get(predicate)
+    unit = UNIT.get(predicate)
     if unit and text.endswith(unit):
         text = text[: -len(unit)]
-    if not re.fullmatch(_value_regex(predicate), text):
+    if not re.fullmatch(value_regex(predicate), text):
         raise ValueError(f"{text!r} is not a value of {predicate}")
-    return _parser(predicate)(text)
+    return value_parser(predicate)(text)

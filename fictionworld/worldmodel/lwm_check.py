@@ -31,7 +31,7 @@ from fictionworld.folding import fold_phrase
 from fictionworld.surface import find_dates, find_numbers, format_serp_date
 from fictionworld.web.urls import parse_url
 from fictionworld.worldmodel.lwm_observe import Observed, Part, Result
-from fictionworld.worldmodel.verify import _KW, _LINK, _SENTENCES, Problem, Verifier, fold, normalize_values
+from fictionworld.worldmodel.verify import KEYWORD_PATTERNS, LINK, SENTENCES, Problem, Verifier, fold, normalize_values
 
 __all__ = ["Judgement", "judge", "ERROR_KINDS", "HEAD"]
 
@@ -204,10 +204,10 @@ def _values(text: str, *, keyed: bool = False) -> Counter:
     """The dates and numbers ``text`` states (URLs aside), counted; ``keyed``: each with the
     attributes its sentence speaks of ("born", "employees") and the word before it, so a value
     moved elsewhere is another value."""
-    plain = re.sub(r"https?://\S+", " ", normalize_values(_LINK.sub(lambda m: m.group(1), text)))
+    plain = re.sub(r"https?://\S+", " ", normalize_values(LINK.sub(lambda m: m.group(1), text)))
     out: Counter = Counter()
-    for sentence in _SENTENCES.split(plain) if keyed else [plain]:
-        key = tuple(p for p, kw in _KW.items() if kw.search(sentence)) if keyed else ()
+    for sentence in SENTENCES.split(plain) if keyed else [plain]:
+        key = tuple(p for p, kw in KEYWORD_PATTERNS.items() if kw.search(sentence)) if keyed else ()
         found = []
         for d, span in find_dates(sentence):
             i = sentence.find(span)
@@ -274,8 +274,8 @@ def _judge_list(gold: str, body: str, j: Judgement) -> None:
 def _judge_values(gold: str, body: str, j: Judgement) -> None:
     """A low-credibility page (its wrong values are the layer's contract): the values and links it
     states, each once as often as the page does; nothing it does not."""
-    want = _values(gold, keyed=True) + Counter(_LINK.findall(gold))
-    got = _values(body, keyed=True) + Counter(_LINK.findall(body))
+    want = _values(gold, keyed=True) + Counter(LINK.findall(gold))
+    got = _values(body, keyed=True) + Counter(LINK.findall(body))
     j.required += len(want)
     j.stated += len(set(want) & set(got))
     for v in want.keys() - got.keys():
@@ -308,7 +308,7 @@ def _judge_facts(verifier: Verifier, obs: Observed, text: str, j: Judgement) -> 
     for c in apart:
         j.add("contradiction", f"no sentence gives {c.describe(verifier.names)} with its dates")
     reported = {p.detail for p in v.problems if p.kind == "bad_link"}
-    for anchor, url in _LINK.findall(text):
+    for anchor, url in LINK.findall(text):
         e = _linked_entity(verifier, url)
         if e is not None and fold(anchor) not in _forms(verifier, e) and not any(url in d for d in reported):
             j.add("namesake", f"[{anchor}]({url}) is not named as {verifier.names[e]}")
@@ -321,7 +321,7 @@ def _dates_apart(verifier: Verifier, g, text: str, unstated: set[int]) -> list:
     claims = [c for c in g.claims if c.dtype == "relation" and c.dates and c.fact_id not in unstated]
     if not claims:
         return []
-    plain = _LINK.sub(lambda m: m.group(1), normalize_values(text)).replace("**", "")
+    plain = LINK.sub(lambda m: m.group(1), normalize_values(text)).replace("**", "")
     sentences = [(fold(s), [d for d, _ in find_dates(s)]) for s in _sentences(verifier, g, plain)]
 
     def given(c, f: str, ds: list) -> bool:  # both named, the dates given, the start first
@@ -336,7 +336,7 @@ def _sentences(verifier: Verifier, g, plain: str) -> list[str]:
     dotted = sorted({verifier.names[e] for e in g.entities if "." in verifier.names[e]}, key=len, reverse=True)
     for k, name in enumerate(dotted):
         plain = plain.replace(name, f"Z\ue000{k}\ue001")  # a capital first: a sentence may start with it
-    out = _SENTENCES.split(plain)
+    out = SENTENCES.split(plain)
     return [_PLACED.sub(lambda m: dotted[int(m.group(1))], x) for x in out] if dotted else out
 
 
@@ -360,13 +360,13 @@ def _forms(verifier: Verifier, e: int) -> set[str]:
 
 def _hedges(verifier: Verifier, g, text: str) -> dict[tuple[int, str], list]:
     """(entity, attribute) → the values a sentence gives beside the graph's own for it."""
-    plain = verifier._strip(g, _LINK.sub(lambda m: m.group(1), normalize_values(text)).replace("**", ""))
+    plain = verifier._strip(g, LINK.sub(lambda m: m.group(1), normalize_values(text)).replace("**", ""))
     out: dict[tuple[int, str], list] = {}
     for sentence in _sentences(verifier, g, plain):
         words = sentence
         for e in g.entities:
             words = words.replace(verifier.names[e], " ")
-        keys = [p for p, kw in _KW.items() if kw.search(words)]
+        keys = [p for p, kw in KEYWORD_PATTERNS.items() if kw.search(words)]
         if not keys:
             continue
         dates = find_dates(sentence)

@@ -13,7 +13,7 @@ from fictionworld.surface import find_dates, find_numbers
 from fictionworld.web.perturb import confusable_name
 from fictionworld.worldmodel.lwm_check import HEAD
 from fictionworld.worldmodel.lwm_observe import Observed
-from fictionworld.worldmodel.verify import _LINK, Verifier
+from fictionworld.worldmodel.verify import LINK, Verifier
 
 __all__ = ["corrupt", "CORRUPTIONS"]
 
@@ -48,7 +48,7 @@ def corrupt(verifier: Verifier, obs: Observed, kind: str, r: random.Random) -> s
         (a0, a1), (b0, b1) = sorted(r.sample(blocks, 2))
         return text[:a0] + text[b0:b1] + text[a1:b0] + text[a0:a1] + text[b1:]
     if kind == "fact_dropped":
-        lines = [i for i, line in enumerate(text.splitlines()) if i > 5 and (_LINK.search(line) or _has_value(line))]
+        lines = [i for i, line in enumerate(text.splitlines()) if i > 5 and (LINK.search(line) or _has_value(line))]
         if obs.parts:
             lines = [i for i, line in enumerate(text.splitlines()) if line.startswith("Snippet: ")]
         if not lines:
@@ -56,7 +56,7 @@ def corrupt(verifier: Verifier, obs: Observed, kind: str, r: random.Random) -> s
         drop = r.choice(lines)
         return "\n".join(x for i, x in enumerate(text.splitlines()) if i != drop) + "\n"
     if kind == "namesake":
-        names = [m.group(1) for m in _LINK.finditer(text, start) if len(m.group(1)) >= 5]
+        names = [m.group(1) for m in LINK.finditer(text, start) if len(m.group(1)) >= 5]
         real = set(verifier.names)
         for name in r.sample(names, len(names)):
             other = confusable_name(name, r, real)

@@ -58,14 +58,14 @@ KEYWORDS: dict[str, tuple[str, ...]] = {
     "attendance": ("attendance", "attended", "attendees", "visitors"),
     "stadium_capacity": ("capacity", "seats"),
 }
-_KW = {p: re.compile(r"\b(?:" + "|".join(map(re.escape, k)) + r")\b", re.I) for p, k in KEYWORDS.items()}
-_LINK = re.compile(r"\[([^\]\n]*)\]\((\S*?(?:\([^\s()]*\)\S*?)*)\)")
+KEYWORD_PATTERNS = {p: re.compile(r"\b(?:" + "|".join(map(re.escape, k)) + r")\b", re.I) for p, k in KEYWORDS.items()}
+LINK = re.compile(r"\[([^\]\n]*)\]\((\S*?(?:\([^\s()]*\)\S*?)*)\)")
 _SPAN = re.compile(
     r"\b{w}(?:[ \t]+(?:(?:of|the|de|del|la|le|van|von|da|di|du|y|and|&)[ \t]+)*{w})*".replace(
         "{w}", r"(?:\p{Lu}\.(?=[ \t]\p{Lu})|\p{Lu}[\p{L}\p{M}\d'’\-]*)"
     )
 )
-_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=\p{Lu}|\d|\[|\*)|\n+")
+SENTENCES = re.compile(r"(?<=[.!?])\s+(?=\p{Lu}|\d|\[|\*)|\n+")
 _URL = re.compile(r"https?://\S+")
 _DIGITS = re.compile(r"\d+")
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
@@ -156,7 +156,7 @@ class Verifier:
     def verify_page(self, g: Grounding, markdown: str) -> Verdict:
         v = Verdict(required=len(g.claims))
         text = normalize_values(markdown)
-        plain = _LINK.sub(lambda m: m.group(1), text).replace("**", "").replace("__", "")
+        plain = LINK.sub(lambda m: m.group(1), text).replace("**", "").replace("__", "")
         folded = fold(plain)
         dates = {d for d, _ in find_dates(plain)}
         numbers = self._numbers(g, plain)
@@ -214,7 +214,7 @@ class Verifier:
 
     def _check_values(self, g: Grounding, plain: str, v: Verdict) -> None:
         plain = self._strip(g, plain)
-        for sentence in _SENTENCES.split(plain):
+        for sentence in SENTENCES.split(plain):
             if not sentence.strip():
                 continue
             dates = [d for d, _ in find_dates(sentence)]
@@ -226,7 +226,7 @@ class Verifier:
             words_only = sentence  # keywords are read outside names ("Songs for the Ledger")
             for e in g.entities:
                 words_only = words_only.replace(self.names[e], " ")
-            for p, kw in _KW.items():
+            for p, kw in KEYWORD_PATTERNS.items():
                 if not kw.search(words_only):
                     continue
                 truth = self._truth(g, p, sentence)
@@ -273,7 +273,7 @@ class Verifier:
     def _check_names(self, g: Grounding, text: str, plain: str, v: Verdict) -> None:
         allowed_forms = {fold(f) for e in g.entities for f in (self.names[e], *self.world.entities.aliases[e])}
         allowed_tokens = {t for f in allowed_forms for t in f.split()}
-        for anchor, url in _LINK.findall(text):
+        for anchor, url in LINK.findall(text):
             self._check_link(g, anchor, url, v)
         body = _URL.sub(" ", plain)
         known = [*g.texts, *(f for e in g.entities for f in (self.names[e], *self.world.entities.aliases[e]))]

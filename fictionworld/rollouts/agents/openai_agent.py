@@ -22,7 +22,7 @@ from typing import Literal
 
 from fictionworld.env.env import ELIDED_OBSERVATION
 from fictionworld.llm import ChatClient
-from rollout.agents.base import Agent, register
+from fictionworld.rollouts.agents.base import Agent, register
 
 __all__ = ["OpenAIAgent"]
 

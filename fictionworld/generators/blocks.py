@@ -2,13 +2,13 @@
 
 Each generator that makes one type runs once per block of ``spec.generation_block`` entities of
 it (a generator of several types, places, runs whole), in causal order; every task reads the
-earlier generators' hand-offs (generators/flow.py) whole and hands on its block's rows. A
+earlier generators' hand-offs (fictionworld/generators/flow.py) whole and hands on its block's rows. A
 generator's per-person relations (staff, students, players) then run once per block of people.
 The tasks run in this process, in local processes or as Ray tasks (``tasks``: an executor of
 fictionworld/executors.py): the world is the same for any of them, and for any number of
 workers, because what a block draws depends only on the seed, the spec and its block number.
 :func:`generate_blocks` joins the block outputs in memory; with a spool directory
-(:func:`run_blocks`, used by :mod:`generators.streamed`) each task writes its data there and
+(:func:`run_blocks`, used by :mod:`fictionworld.generators.streamed`) each task writes its data there and
 hands back where it lies, so that the world is written to disk without being held whole.
 
 What the blocks share is settled between the rounds of tasks:
@@ -31,22 +31,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fictionworld.schema import ENTITY_TYPES
-from fictionworld.spec import WorldSpec
-from fictionworld.tables import TYPE_CODE, EntityTable, FactTable
-from generators.base import (
+from fictionworld.generators.base import (
     Block,
     GenContext,
     TypeData,
     WorldGenerator,
-    _attribute_facts,
     apply_namesakes,
+    attribute_facts,
     block_spans,
     child_seed,
     make,
 )
-from generators.flow import Flow
-from generators.naming import name_hashes
+from fictionworld.generators.flow import Flow
+from fictionworld.generators.naming import name_hashes
+from fictionworld.schema import ENTITY_TYPES
+from fictionworld.spec import WorldSpec
+from fictionworld.tables import TYPE_CODE, EntityTable, FactTable
 
 __all__ = ["BlockOutput", "run_block", "run_blocks", "generate_blocks", "waves", "MAX_NAME_ROUNDS"]
 
@@ -78,7 +78,7 @@ def run_block(
     relations) for ``block`` (None: whole), reading the hand-offs ``flow`` (slot -> value or
     shared handle) and re-drawing the names ``reopen`` lists (see :meth:`GenContext.unique`).
     With ``spool`` (a directory), its types' data and its facts go to a file there, and the
-    output holds where to read them (:mod:`generators.streamed`) instead of the data."""
+    output holds where to read them (:mod:`fictionworld.generators.streamed`) instead of the data."""
     from fictionworld.executors import fetch
 
     spec = spec if isinstance(spec, WorldSpec) else WorldSpec.model_validate(spec)
@@ -98,7 +98,7 @@ def run_block(
         hashes[block.type] = (name_hashes(d.names.tolist()), counted)
     records = [(call, rel, after, src, f) for (call, rel, after, src), f in zip(ctx._records, ctx._facts)]
     if spool is not None:
-        from generators.streamed import spool_block
+        from fictionworld.generators.streamed import spool_block
 
         rounds = sum(len(r) for r in reopen.values())
         name = f"{gen_id}.{phase}.{'whole' if block is None else block.index}.{rounds}"
@@ -130,7 +130,7 @@ def run_blocks(
     outputs, their per-person tasks' outputs), each output list in block order. With
     ``spool``, the outputs point into files there (see :func:`run_block`)."""
     from fictionworld.executors import LocalTasks
-    from generators import plan
+    from fictionworld.generators import plan
 
     run = LocalTasks(1) if tasks is None else tasks  # one local worker: each task runs here, in turn
     counts = spec.counts()
@@ -257,7 +257,7 @@ def _assemble(
     rel_parts = [
         f.with_values(source=np.full(len(f), code(src), np.int16))
         for g in steps
-        for _key, src, f in _fact_order(main[g.id], people.get(g.id, []))
+        for _key, src, f in fact_order(main[g.id], people.get(g.id, []))
     ]
     ent_parts, attr_parts = [], []
     for t, ds in parts.items():
@@ -268,7 +268,7 @@ def _assemble(
         for a_name in spec.attributes(t):
             if a_name in ds[0].attrs:
                 dtype, src = ENTITY_TYPES[t].attribute(a_name).dtype, code(ds[0].source)
-                attr_parts.extend(_attribute_facts(d, dtype, a_name, d.attrs[a_name], src) for d in ds)
+                attr_parts.extend(attribute_facts(d, dtype, a_name, d.attrs[a_name], src) for d in ds)
     entities = ent_parts[0]
     for p in ent_parts[1:]:
         entities = entities.concat(p)
@@ -300,7 +300,7 @@ def by_type(spec: WorldSpec, steps: list, main: dict) -> dict[str, list]:
 class Finish:
     """What makes a type's blocks final once every block is made, applied a block at a time in
     type, then block order (by the in-memory join and by the streamed writer,
-    :mod:`generators.streamed`): namesakes drawn within the block (all but people: the people
+    :mod:`fictionworld.generators.streamed`): namesakes drawn within the block (all but people: the people
     generator keeps namesakes out of families itself), websites unique over the world, and
     ISBNs another block drew first drawn again (where books come in more than one block)."""
 
@@ -312,7 +312,7 @@ class Finish:
         self.rng = isbn_rng(seed)
 
     def block(self, t: str, i: int, d: TypeData) -> None:
-        from generators.works import _isbn13
+        from fictionworld.generators.works import isbn13
 
         if t != "person":
             ctx = GenContext(self.spec, self.seed, block=Block(t, i, d.start, d.n))
@@ -320,7 +320,7 @@ class Finish:
             apply_namesakes(ctx, t)
         _make_unique([d], "website", _website_again, self.websites)
         if t == "book" and self.redraw_isbns:
-            _make_unique([d], "isbn", lambda _first, _k: _isbn13(self.rng, 1)[0], self.isbns)
+            _make_unique([d], "isbn", lambda _first, _k: isbn13(self.rng, 1)[0], self.isbns)
 
 
 def entity_part(t: str, d: TypeData) -> EntityTable:
@@ -335,7 +335,7 @@ def entity_part(t: str, d: TypeData) -> EntityTable:
     )
 
 
-def _fact_order(main: list[BlockOutput], people: list[BlockOutput]):
+def fact_order(main: list[BlockOutput], people: list[BlockOutput]):
     """A generator's relation facts in order: its main tasks' calls in call order (block by
     block within a call), each per-person part right after the main calls of the relation it
     follows (``after``), else at the end."""

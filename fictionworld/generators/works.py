@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from fictionworld.dates import year_start
+from fictionworld.generators import vocab
+from fictionworld.generators.base import GenContext, pick_founded_before, register, sample_dates, years
+from fictionworld.generators.flow import Released, need
+from fictionworld.generators.morphology import CULTURES
+from fictionworld.generators.naming import clean_stems
+from fictionworld.generators.orgs import alive_to, pick_people
 from fictionworld.schema import BOOK_GENRES, FILM_GENRES, MUSIC_GENRES, OCCUPATIONS, PRODUCT_CATEGORIES
 from fictionworld.tables import object_array
-from generators import vocab
-from generators.base import GenContext, pick_founded_before, register, sample_dates, years
-from generators.flow import Released, need
-from generators.morphology import CULTURES
-from generators.naming import clean_stems
-from generators.orgs import alive_to, pick_people
 
 __all__ = ["active_people", "titles"]
 
@@ -75,7 +75,7 @@ def _person_culture(ctx: GenContext, who: np.ndarray, rng: np.random.Generator) 
     return np.where(who >= 0, need(ctx.flow.people, "person").culture[np.maximum(who, 0)], fallback)
 
 
-def _isbn13(rng: np.random.Generator, n: int) -> list[str]:
+def isbn13(rng: np.random.Generator, n: int) -> list[str]:
     body = rng.choice(10**9, size=n, replace=False).astype(np.int64)
     digits = np.stack(
         [np.full(n, 9), np.full(n, 7), np.full(n, 8)] + [(body // 10**k) % 10 for k in range(8, -1, -1)], axis=1
@@ -112,7 +112,7 @@ def generate_books(ctx: GenContext) -> None:
     ctx.set_attr("book", "publication_date", date.astype(np.int32))
     ctx.set_attr("book", "page_count", np.exp(r.normal(np.log(280), 0.45, n)).clip(48, 1400).astype(np.int64))
     ctx.set_attr("book", "genre", np.array(BOOK_GENRES, dtype=object)[r.integers(len(BOOK_GENRES), size=n)])
-    ctx.set_attr("book", "isbn", object_array(_isbn13(r, n)))
+    ctx.set_attr("book", "isbn", object_array(isbn13(r, n)))
     ctx.flow.books = Released(date=date)
     ctx.relate("author_of", "person", author, "book", np.arange(n))
     ctx.relate("published_by", "book", np.arange(n), "publisher", publisher)

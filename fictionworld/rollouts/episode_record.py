@@ -1,9 +1,9 @@
 """The episode record: what one episode leaves behind, the rollout pipeline's main output.
 
-One :class:`Episode` per episode, built by :func:`rollout.episode.run_episode` (or by the pool
+One :class:`Episode` per episode, built by :func:`fictionworld.rollouts.episode.run_episode` (or by the pool
 for an episode that never finished: a dead actor, a stuck one), appended to
 ``RUN/episodes.jsonl`` as one JSON line (:meth:`Episode.line`), read back by
-:func:`rollout.records.read_episodes`, summarised, grouped for GRPO and exported to Parquet,
+:func:`fictionworld.rollouts.records.read_episodes`, summarised, grouped for GRPO and exported to Parquet,
 whose columns derive from these fields. A field added here reaches all of them.
 
 Construction is strict (every field the runner knows is required, unknown names refused);

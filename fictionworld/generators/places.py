@@ -8,10 +8,10 @@ import numpy as np
 
 from fictionworld.dates import year_end, year_start
 from fictionworld.gazetteer import is_real_place
-from generators.base import GenContext, register, sample_dates
-from generators.flow import Cities
-from generators.morphology import CULTURES
-from generators.naming import clean_stems, join_suffix, unique_names
+from fictionworld.generators.base import GenContext, register, sample_dates
+from fictionworld.generators.flow import Cities
+from fictionworld.generators.morphology import CULTURES
+from fictionworld.generators.naming import clean_stems, join_suffix, unique_names
 
 SOURCE = "places-v0"
 

@@ -1,7 +1,7 @@
 """One episode: an agent's policy driven against a :class:`~fictionworld.env.SearchEnv`, and
-the :class:`~rollout.episode_record.Episode` kept of it (messages in OpenAI format, per-step
+the :class:`~fictionworld.rollouts.episode_record.Episode` kept of it (messages in OpenAI format, per-step
 records and timing, scores, reward). The policy gets each step's messages as an
-:class:`~rollout.agents.base.Observation`, which carries the step's tool-call records too."""
+:class:`~fictionworld.rollouts.agents.base.Observation`, which carries the step's tool-call records too."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 import traceback
 
 from fictionworld.env import SearchEnv
-from rollout.agents.base import Observation
-from rollout.episode_record import Episode, Timing
+from fictionworld.rollouts.agents.base import Observation
+from fictionworld.rollouts.episode_record import Episode, Timing
 
 __all__ = ["run_episode", "episode_key"]
 

@@ -6,14 +6,14 @@ import numpy as np
 
 from fictionworld.dates import year_end, year_start, years_of
 from fictionworld.gazetteer import is_real_place
+from fictionworld.generators import vocab
+from fictionworld.generators.base import GenContext, pick_founded_before, register, sample_dates, weighted_choice, years
+from fictionworld.generators.flow import need
+from fictionworld.generators.morphology import CULTURES
+from fictionworld.generators.naming import clean_stems
+from fictionworld.generators.orgs import culture_names, pick_people
 from fictionworld.schema import AWARD_FIELDS, EVENT_KINDS, WORKS_BY_FIELD
 from fictionworld.tables import runs
-from generators import vocab
-from generators.base import GenContext, pick_founded_before, register, sample_dates, weighted_choice, years
-from generators.flow import need
-from generators.morphology import CULTURES
-from generators.naming import clean_stems
-from generators.orgs import _culture_names, pick_people
 
 PRESENTER = {"literature": "publisher", "science": "university"}  # others: company
 WINNER_OCCUPATIONS = {
@@ -48,7 +48,7 @@ def generate_awards(ctx: GenContext) -> None:
             out.append(pats[int(x * 100) % len(pats)].format(s=st, n=vocab.NOUNS[j]))
         return out
 
-    ctx.set_names("award", ctx.unique("award", candidates, n, reject=is_real_place), culture=_culture_names(culture))
+    ctx.set_names("award", ctx.unique("award", candidates, n, reject=is_real_place), culture=culture_names(culture))
     ctx.set_attr("award", "established", established)
     ctx.set_attr("award", "field", np.array(AWARD_FIELDS, dtype=object)[field])
     _presenters(ctx, established, field)
@@ -136,7 +136,7 @@ def _name_events(ctx: GenContext, start: np.ndarray, kind: np.ndarray, city: np.
             out.append(f"{place} {title} {yr[s]}")
         return out
 
-    ctx.set_names("event", ctx.unique("event", candidates, len(start)), culture=_culture_names(culture))
+    ctx.set_names("event", ctx.unique("event", candidates, len(start)), culture=culture_names(culture))
 
 
 def _organisers(ctx: GenContext, start: np.ndarray) -> None:

@@ -10,7 +10,7 @@ generator reads; everything else goes straight into the world through ``GenConte
                               books / films / albums / products ──Released──▶ awards, events
 
 All columns are indexed by the type-local index (row ``i`` is entity ``i`` of that type). A
-block task (generators/blocks.py) reads every type whole here, and hands on its own block's
+block task (fictionworld/generators/blocks.py) reads every type whole here, and hands on its own block's
 rows, which the run joins in block order before the next generator starts.
 """
 

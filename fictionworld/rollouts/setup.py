@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rollout.pool import Job
+    from fictionworld.rollouts.pool import Job
 
 __all__ = ["SetupError", "check_setup", "check_jobs", "check_run", "check_room", "agent_factory"]
 
@@ -70,8 +70,8 @@ def check_run(**settings) -> None:
 
 
 def agent_factory(name: str):
-    """What :func:`rollout.agents.make_agent` would build ``name`` with, or SetupError."""
-    from rollout.agents.base import agent_class
+    """What :func:`fictionworld.rollouts.agents.make_agent` would build ``name`` with, or SetupError."""
+    from fictionworld.rollouts.agents.base import agent_class
 
     try:
         return agent_class(name)

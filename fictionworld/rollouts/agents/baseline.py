@@ -5,7 +5,7 @@ task's core phrase (optionally one query per year of a range), opens the top res
 entities from directory pages (following their pagination), opens each entity's article and
 fills the requested columns from the fact box and sentences by fuzzy label matching, following
 one or two links for multi-hop columns. Its choices are a :class:`Strategy`, the action space
-of the trainable policy in :mod:`rollout.train`.
+of the trainable policy in :mod:`fictionworld.rollouts.train`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
+from fictionworld.rollouts.agents.base import ToolAgent, read_links, read_results, register, title_of
 from fictionworld.surface import find_dates, find_numbers
 from fictionworld.web.text import plain_text
-from rollout.agents.base import ToolAgent, read_links, read_results, register, title_of
 
 __all__ = ["BaselineAgent", "Strategy", "STRATEGY_CHOICES"]
 

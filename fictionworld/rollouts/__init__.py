@@ -1,5 +1,5 @@
 """Agents, Ray rollout workers and RL glue. An episode's record is an :class:`Episode`."""
 
-from rollout.episode_record import Episode, EpisodeStatus, Timing
+from fictionworld.rollouts.episode_record import Episode, EpisodeStatus, Timing
 
 __all__ = ["Episode", "EpisodeStatus", "Timing"]

@@ -1,6 +1,6 @@
 """Episode files: ``RUN/episodes.jsonl`` appended as episodes finish (safe to resume after a
 crash), ``RUN/run.json`` describing the run, Parquet export loadable with HF ``datasets`` (its
-columns derived from :class:`~rollout.episode_record.Episode`'s fields), and GRPO group
+columns derived from :class:`~fictionworld.rollouts.episode_record.Episode`'s fields), and GRPO group
 advantages."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
+from fictionworld.rollouts.episode_record import Episode, Timing, as_episodes
 from fictionworld.scoring import METRIC_NAMES, Scores, aggregate
-from rollout.episode_record import Episode, Timing, as_episodes
 
 __all__ = ["EpisodeLog", "read_episodes", "group_advantages", "GroupAdvantage", "export_parquet", "summarize",
            "RunError", "SCHEMA"]  # fmt: skip
@@ -209,7 +209,9 @@ def _column(tp) -> tuple[pa.DataType, Callable[[Any], Any]]:
         return pa.list_(_MESSAGE), lambda v: [_message(m) for m in v]
     elif tp in _SCALARS:
         return _SCALARS[tp], lambda v: v
-    raise TypeError(f"no Parquet column for a field of type {tp!r}: add a rule to rollout.records._column")
+    raise TypeError(
+        f"no Parquet column for a field of type {tp!r}: add a rule to fictionworld.rollouts.records._column"
+    )
 
 
 _SCALARS = {str: pa.string(), bool: pa.bool_(), int: pa.int64(), float: pa.float64()}

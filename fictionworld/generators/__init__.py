@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from generators import events, orgs, people, places, works  # noqa: F401  (registration)
-from generators.base import GenContext, WorldGenerator, make, register, registered
+from fictionworld.generators import events, orgs, people, places, works  # noqa: F401  (registration)
+from fictionworld.generators.base import GenContext, WorldGenerator, make, register, registered
 
 __all__ = ["generate_world", "plan", "make", "register", "registered", "GenContext", "WorldGenerator"]
 
@@ -38,13 +38,13 @@ def plan(types: set[str] | dict) -> list[WorldGenerator]:
 def generate_world(spec, seed: int, progress: Callable[[str], None] | None = None, tasks=None):
     """Generate a :class:`fictionworld.World` from a spec and a seed (same inputs, same world).
 
-    The generators run as tasks over blocks of entities (generators/blocks.py): here, one
+    The generators run as tasks over blocks of entities (fictionworld/generators/blocks.py): here, one
     after the other, or on ``tasks`` (a :class:`fictionworld.executors.LocalTasks` or
     ``RayTasks`` that has been started); the world is the same either way."""
     import gc
 
+    from fictionworld.generators.blocks import generate_blocks
     from fictionworld.world import World
-    from generators.blocks import generate_blocks
 
     gc_was_enabled = gc.isenabled()
     gc.disable()  # bulk allocation of millions of small objects: the cyclic GC only costs here

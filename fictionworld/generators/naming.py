@@ -16,7 +16,7 @@ __all__ = ["unique_names", "name_hashes", "clean_stems", "join_suffix", "slug"]
 def unique_names(
     candidates: Callable[[np.ndarray, int], list[str]],
     n: int,
-    taken: _Taken | None = None,
+    taken: Taken | None = None,
     max_rounds: int = 60,
     reject: Callable[[str], bool] | None = None,
 ) -> list[str]:
@@ -24,7 +24,7 @@ def unique_names(
     slot still open; the first unused proposal wins (order-preserving, so deterministic).
     ``taken``: names already used (this block's, and every block's by hash); each name won is
     added to it."""
-    taken = _Taken(set()) if taken is None else taken
+    taken = Taken(set()) if taken is None else taken
     out: list[str | None] = [None] * n
     todo = list(range(n))
     for rnd in range(max_rounds):
@@ -52,7 +52,7 @@ def unique_names(
 def name_hashes(names) -> np.ndarray:
     """A 64-bit hash of each name, the same in every process and on every machine: a
     polynomial over the UTF-8 bytes, then a SplitMix64 finish, vectorised. Two names with one
-    hash only cost a redrawn name (generators/blocks.py), never a wrong world."""
+    hash only cost a redrawn name (fictionworld/generators/blocks.py), never a wrong world."""
     import pyarrow as pa
 
     arr = pa.array(list(names), pa.large_string())
@@ -74,7 +74,7 @@ def name_hashes(names) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
-class _Taken:
+class Taken:
     """Names taken: a set of this block's, and the sorted hashes of every block's (none by
     default)."""
 
@@ -101,7 +101,7 @@ def clean_stems(cultures: np.ndarray, rng: np.random.Generator, min_len: int = 4
     """One invented word per entry of ``cultures`` (indices into CULTURES), none of them a real
     place name (gazetteer) and none shorter than ``min_len``."""
     from fictionworld.gazetteer import normalize_many, real_place_names
-    from generators.morphology import CULTURES, invent_words, pronounceable
+    from fictionworld.generators.morphology import CULTURES, invent_words, pronounceable
 
     gaz = real_place_names()
     cultures = np.asarray(cultures, np.int64)

@@ -9,10 +9,8 @@ import numpy as np
 
 from fictionworld.dates import NA_DATE, year_end, year_start
 from fictionworld.gazetteer import is_real_place
-from fictionworld.schema import INDUSTRIES, OCCUPATIONS, SPORTS, UNIVERSITY_KINDS
-from fictionworld.tables import object_array
-from generators import vocab
-from generators.base import (
+from fictionworld.generators import vocab
+from fictionworld.generators.base import (
     AlivePicker,
     GenContext,
     people_task,
@@ -22,8 +20,10 @@ from generators.base import (
     weighted_choice,
     years,
 )
-from generators.flow import Companies, Founded, People, need
-from generators.naming import clean_stems, slug
+from fictionworld.generators.flow import Companies, Founded, People, need
+from fictionworld.generators.naming import clean_stems, slug
+from fictionworld.schema import INDUSTRIES, OCCUPATIONS, SPORTS, UNIVERSITY_KINDS
+from fictionworld.tables import object_array
 
 NA = int(NA_DATE)
 
@@ -196,7 +196,7 @@ def _company_names(ctx: GenContext, hq: np.ndarray, industry: np.ndarray) -> tup
 
     culture = _culture_of_cities(ctx, hq)
     names, stems = org_names(ctx, "company/names", culture, build)
-    ctx.set_names("company", names, aliases=[(s,) for s in stems.tolist()], culture=_culture_names(culture))
+    ctx.set_names("company", names, aliases=[(s,) for s in stems.tolist()], culture=culture_names(culture))
     return names, stems
 
 
@@ -320,7 +320,7 @@ def generate_universities(ctx: GenContext) -> None:
 
     names, _ = org_names(ctx, "university/names", _culture_of_cities(ctx, city), build)
     aliases = [(a,) if len(a := "".join(w[0] for w in x.split() if w[0].isupper())) >= 2 else () for x in names]
-    ctx.set_names("university", names, aliases=aliases, culture=_culture_names(_culture_of_cities(ctx, city)))
+    ctx.set_names("university", names, aliases=aliases, culture=culture_names(_culture_of_cities(ctx, city)))
     ctx.set_attr("university", "founded", founded)
     ctx.set_attr("university", "students", students)
     ctx.set_attr("university", "kind", np.array(UNIVERSITY_KINDS, dtype=object)[kind])
@@ -362,7 +362,7 @@ def generate_publishers(ctx: GenContext) -> None:
 
     names, stems = org_names(ctx, "publisher/names", _culture_of_cities(ctx, hq), build)
     ctx.set_names(
-        "publisher", names, aliases=[(s,) for s in stems.tolist()], culture=_culture_names(_culture_of_cities(ctx, hq))
+        "publisher", names, aliases=[(s,) for s in stems.tolist()], culture=culture_names(_culture_of_cities(ctx, hq))
     )
     ctx.set_attr("publisher", "founded", founded)
     ctx.set_attr("publisher", "employees", employees)
@@ -388,7 +388,7 @@ def generate_sports_teams(ctx: GenContext) -> None:
         )
 
     names, _ = org_names(ctx, "sports_team/names", _culture_of_cities(ctx, city), build)
-    ctx.set_names("sports_team", names, culture=_culture_names(_culture_of_cities(ctx, city)))
+    ctx.set_names("sports_team", names, culture=culture_names(_culture_of_cities(ctx, city)))
     ctx.set_attr("sports_team", "founded", founded)
     ctx.set_attr("sports_team", "sport", np.array(SPORTS, dtype=object)[sport])
     ctx.set_attr("sports_team", "stadium_capacity", capacity)
@@ -412,7 +412,7 @@ def players(ctx: GenContext) -> None:
     ctx.relate("member_of", "person", subj, "sports_team", obj, start=starts, end=ends)
 
 
-def _culture_names(codes: np.ndarray) -> np.ndarray:
-    from generators.morphology import CULTURES
+def culture_names(codes: np.ndarray) -> np.ndarray:
+    from fictionworld.generators.morphology import CULTURES
 
     return np.array([c.name for c in CULTURES], dtype=object)[codes]

@@ -13,10 +13,10 @@ from __future__ import annotations
 import datetime as dt
 
 from fictionworld.records import Fact
+from fictionworld.rollouts.agents.base import ToolAgent, read_links, read_results, register, title_of
 from fictionworld.surface import find_dates, find_numbers
 from fictionworld.tasks.model import norm_header
 from fictionworld.web.text import plain_text
-from rollout.agents.base import ToolAgent, read_links, read_results, register, title_of
 
 __all__ = ["OracleAgent"]
 

@@ -28,12 +28,12 @@ import datetime as dt
 import json
 from collections.abc import Callable
 
+from fictionworld.rollouts.agents.base import ToolAgent, read_results, register
 from fictionworld.tasks.families import discoverable
 from fictionworld.tasks.parse import Parsed, parse_question
 from fictionworld.tasks.query import Column, Condition, Hop, type_of_path
 from fictionworld.web.phrasing import INCOMING, LIST_BY_ATTRIBUTE, LIST_BY_RELATION, LIST_BY_YEAR
 from fictionworld.web.reader import Article, read_article, read_directory
-from rollout.agents.base import ToolAgent, read_results, register
 
 __all__ = ["ExplorerAgent", "explore", "ExploreResult"]
 
@@ -319,7 +319,7 @@ def explore(world, tasks, *, progress: Callable[[int], None] | None = None, seed
     import time
 
     from fictionworld.env import EnvConfig, SearchEnv
-    from rollout.episode import run_episode
+    from fictionworld.rollouts.episode import run_episode
 
     agent = ExplorerAgent()
     env = SearchEnv(world.web, EnvConfig(**agent.env_defaults))

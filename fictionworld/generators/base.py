@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fictionworld.dates import NA_DATE, YEAR, to_days
+from fictionworld.generators.flow import Flow
+from fictionworld.generators.naming import Taken, unique_names
 from fictionworld.schema import PREDICATE_CODE, DType
 from fictionworld.seeding import child_seed
 from fictionworld.spec import WorldSpec
 from fictionworld.tables import NA_INT, FactTable, object_array
-from generators.flow import Flow
-from generators.naming import _Taken, unique_names
 
 __all__ = [
     "Block",
@@ -33,7 +33,7 @@ __all__ = [
 class Block:
     """The entities of ``type`` with type-local indices ``start .. start + n - 1``: block number
     ``index`` of ``spec.generation_block`` entities, the unit one generation task makes (see
-    generators/blocks.py). Its draws come from streams of its own (:meth:`GenContext.rng`)."""
+    fictionworld/generators/blocks.py). Its draws come from streams of its own (:meth:`GenContext.rng`)."""
 
     type: str
     index: int
@@ -71,7 +71,7 @@ class TypeData:
 class GenContext:
     """Shared state of one generation run, or of one block task of it: seeded streams, type
     data, relation facts, and the typed hand-offs between generators (``flow``, see
-    generators/flow.py).
+    fictionworld/generators/flow.py).
 
     With ``block``, a generator makes only that block of its type: ``span(t)`` says which
     entities of ``t`` it makes, type-local indices of the block's type are block-relative
@@ -171,7 +171,7 @@ class GenContext:
         for slots, banned in self.reopen.get(t, ()):
             keep = np.ones(n, bool)
             keep[slots] = False
-            seen = _Taken({x for x, k in zip(out, keep.tolist()) if k}, banned)
+            seen = Taken({x for x, k in zip(out, keep.tolist()) if k}, banned)
 
             def again(s: np.ndarray, rnd: int, slots: np.ndarray = slots) -> list[str]:
                 return candidates(slots[s], rnd + 1)
@@ -182,7 +182,7 @@ class GenContext:
         return out
 
 
-def _attribute_facts(d: TypeData, dtype: DType, name: str, vals: np.ndarray, source: int) -> FactTable:
+def attribute_facts(d: TypeData, dtype: DType, name: str, vals: np.ndarray, source: int) -> FactTable:
     code = PREDICATE_CODE[name]
     if dtype == DType.DATE:
         keep = vals != NA_DATE
@@ -203,7 +203,7 @@ class WorldGenerator:
     """A registered generator: makes ``produces`` types (and their relations), in causal order
     after ``after`` types when those are present.
 
-    A generator of one type runs in blocks of it (one task per block, see generators/blocks.py);
+    A generator of one type runs in blocks of it (one task per block, see fictionworld/generators/blocks.py);
     one of several types (places) runs whole. ``people``, if set, runs after every block, once
     per block of people, for the relations each person has to the generator's type (staff,
     students, players)."""

@@ -7,7 +7,7 @@ them) that also carries ``.calls``, the env's :class:`~fictionworld.env.StepReco
 call of that step, in order. A program decides on ``calls[i].status`` (``ok``; ``not_found``: a
 well-formed URL with no page; ``error``: a malformed call; ``fault``: an injected timeout or
 server error, worth retrying) and never on the text, which is for a model to read.
-:func:`rollout.episode.run_episode` drives the policy against the env. Only agents marked
+:func:`fictionworld.rollouts.episode.run_episode` drives the policy against the env. Only agents marked
 ``privileged`` (the oracle) are given the task's provenance and the world; the others see the
 opening messages and the tool schemas, as an LLM would.
 """

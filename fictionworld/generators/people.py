@@ -8,11 +8,11 @@ import numpy as np
 
 from fictionworld.dates import NA_DATE, year_end, year_start
 from fictionworld.gazetteer import famous_people, normalize
+from fictionworld.generators.base import GenContext, namesake_pairs, register, sample_dates, weighted_choice, years
+from fictionworld.generators.flow import Cities, People, need
+from fictionworld.generators.morphology import CULTURES, given_names, invent_words
+from fictionworld.generators.naming import join_suffix
 from fictionworld.schema import GENDERS, OCCUPATIONS
-from generators.base import GenContext, namesake_pairs, register, sample_dates, weighted_choice, years
-from generators.flow import Cities, People, need
-from generators.morphology import CULTURES, given_names, invent_words
-from generators.naming import join_suffix
 
 SOURCE = "people-v0"
 OCCUPATION_WEIGHTS = dict(

@@ -5,7 +5,7 @@ them into a :class:`~fictionworld.World`: at 10M entities that process holds the
 (10 GiB). Here each block task spools what it made (its type's data, its facts) to a file of
 its own and hands the run only what the next round reads (hand-offs, name hashes) and where
 its data lies. The graph is then written from the spools a block at a time, in the order in
-which :func:`~generators.blocks.generate_blocks` joins them, with the same finishing steps
+which :func:`~fictionworld.generators.blocks.generate_blocks` joins them, with the same finishing steps
 (namesakes, websites and ISBNs unique over the world). So the world is the same, file for
 file: ``entities.parquet`` and ``facts.parquet`` are those that
 ``save_world(generate_world(spec, seed), web=False)`` writes, and the content hash is computed
@@ -32,11 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from fictionworld.generators.base import attribute_facts
+from fictionworld.generators.blocks import Finish, entity_part
 from fictionworld.schema import ENTITY_TYPES, PREDICATES
 from fictionworld.spec import WorldSpec
 from fictionworld.tables import EntityTable, FactTable
-from generators.base import _attribute_facts
-from generators.blocks import Finish, entity_part
 
 __all__ = ["Spooled", "TypeInfo", "spool_block", "write_graph_files", "SPOOL_SUFFIX"]
 
@@ -166,7 +166,7 @@ def write_graph_files(
 
 
 def _run_blocks(spec: WorldSpec, seed: int, tasks, progress, spool: Path):
-    from generators.blocks import run_blocks
+    from fictionworld.generators.blocks import run_blocks
 
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as generate_world: millions of small objects, no cycles
@@ -213,14 +213,14 @@ class _Layout:
 
     @classmethod
     def of(cls, spec: WorldSpec, steps: list, main: dict, people: dict) -> _Layout:
-        from generators.blocks import _fact_order, by_type
+        from fictionworld.generators.blocks import by_type, fact_order
 
         parts: dict[str, list[TypeInfo]] = by_type(spec, steps, main)
         for t, ds in parts.items():
             if not all(d.named for d in ds):
                 raise RuntimeError(f"no generator produced names for {t}")
         attrs = {t: [a for a in spec.attributes(t) if a in ds[0].attrs] for t, ds in parts.items()}
-        relations = [(src, ref) for g in steps for _key, src, ref in _fact_order(main[g.id], people.get(g.id, []))]
+        relations = [(src, ref) for g in steps for _key, src, ref in fact_order(main[g.id], people.get(g.id, []))]
         firsts = np.array([ds[0].offset for ds in parts.values()], np.int64)
         sizes = np.array([sum(d.n for d in ds) for ds in parts.values()], np.int64)
         if len(firsts) and not (firsts == np.concatenate([[0], np.cumsum(sizes)[:-1]])).all():
@@ -284,14 +284,14 @@ def _write_type(
     t: str, ds: list[TypeInfo], attrs: list[str], src: int, spool: Path, entities, finish
 ) -> dict[str, list[Spooled]]:
     """One type's blocks, finished as generate_blocks finishes them (``finish``: a
-    :class:`~generators.blocks.Finish`) and written as entities; their attribute facts are
+    :class:`~fictionworld.generators.blocks.Finish`) and written as entities; their attribute facts are
     spooled (attribute -> one part per block), to be written once every entity is."""
     spooled: dict[str, list[Spooled]] = {a: [] for a in attrs}
     for i, info in enumerate(ds):
         d = info.data.load()
         finish.block(t, i, d)
         entities.add(entity_part(t, d))
-        per_attr = [_attribute_facts(d, ENTITY_TYPES[t].attribute(a).dtype, a, d.attrs[a], src) for a in attrs]
+        per_attr = [attribute_facts(d, ENTITY_TYPES[t].attribute(a).dtype, a, d.attrs[a], src) for a in attrs]
         for a, ref in zip(attrs, _spool(spool / f"attributes.{t}.{i}.pkl", [(f, len(f)) for f in per_attr])):
             spooled[a].append(ref)
         del d, per_attr

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fictionworld.errors import in_words
+from fictionworld.rollouts.episode import episode_key
+from fictionworld.rollouts.episode_record import Episode, Timing
+from fictionworld.rollouts.records import EpisodeLog, summarize
+from fictionworld.rollouts.setup import SetupError, agent_factory, check_jobs, check_room, check_run, check_setup
 from fictionworld.seeding import child_seed
 from fictionworld.tasks.model import TaskError, check_same_world
-from rollout.episode import episode_key
-from rollout.episode_record import Episode, Timing
-from rollout.records import EpisodeLog, summarize
-from rollout.setup import SetupError, agent_factory, check_jobs, check_room, check_run, check_setup
 
 __all__ = ["Job", "RolloutResult", "RolloutPool", "run_rollouts", "make_jobs", "init_ray", "check_setup", "check_jobs",
            "SetupError", "agent_factory"]  # fmt: skip
@@ -99,8 +99,8 @@ def _actor_class():
 
         def _build(self, world_dir: str, agent: str, agent_config: dict, env_config: dict) -> None:
             from fictionworld.env import EnvConfig, SearchEnv
+            from fictionworld.rollouts.agents import make_agent
             from fictionworld.world import World
-            from rollout.agents import make_agent
 
             self.world = World.load(world_dir)
             self.web = self.world.web
@@ -116,8 +116,8 @@ def _actor_class():
 
         def run(self, job: Job, timeout: float) -> Episode:
 
-            from rollout.agents import make_agent
-            from rollout.episode import run_episode
+            from fictionworld.rollouts.agents import make_agent
+            from fictionworld.rollouts.episode import run_episode
 
             if self.error:
                 raise RuntimeError(f"this rollout worker could not start: {self.error}")

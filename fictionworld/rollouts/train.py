@@ -1,7 +1,7 @@
 """A small learnable search policy trained with GRPO on rewards from Ray rollouts.
 
 The policy is not an LLM: per task kind (wide / deep) it is one softmax per decision of the
-heuristic agent's :class:`~rollout.agents.baseline.Strategy` (what to search for, whether to
+heuristic agent's :class:`~fictionworld.rollouts.agents.baseline.Strategy` (what to search for, whether to
 split a year range into one query per year, how many results to open, whether to follow a
 directory's pages, how many articles to read, how many links to follow for a multi-hop
 column). Each iteration samples ``group`` strategies per training task, runs them as episodes
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from fictionworld.rollouts.agents.baseline import STRATEGY_CHOICES
+from fictionworld.rollouts.pool import Job, RolloutPool
+from fictionworld.rollouts.records import group_advantages
 from fictionworld.seeding import rng as seeded_rng
-from rollout.agents.baseline import STRATEGY_CHOICES
-from rollout.pool import Job, RolloutPool
-from rollout.records import group_advantages
 
 __all__ = ["SoftmaxPolicy", "TrainResult", "train_policy"]
 
