@@ -16,7 +16,16 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["problem_lines", "field_names", "in_words", "is_native_panic"]
+__all__ = ["FictionWorldError", "problem_lines", "field_names", "in_words", "is_native_panic"]
+
+
+class FictionWorldError(Exception):
+    """The base of every error fictionworld raises on purpose. ``exit_code`` is what the command
+    line exits with when one ends a command: 2 when the input is wrong (a file, an argument, a
+    missing extra), 1 when the work itself failed (a build, a run, a server)."""
+
+    exit_code = 2
+
 
 _BOUNDS = {
     "greater_than_equal": (">=", "ge"),

@@ -8,11 +8,15 @@ import time
 import urllib.error
 import urllib.request
 
+from fictionworld.errors import FictionWorldError
+
 __all__ = ["ChatClient", "LLMError"]
 
 
-class LLMError(RuntimeError):
+class LLMError(FictionWorldError, RuntimeError):
     """The endpoint could not be reached or answered with something unusable."""
+
+    exit_code = 1
 
 
 class ChatClient:

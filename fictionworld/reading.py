@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fictionworld.dates import NA_DATE
+from fictionworld.errors import FictionWorldError
 from fictionworld.schema import PREDICATES
 from fictionworld.tables import NA_INT, TYPE_NAMES, EntityTable, FactTable, LazyColumns
 
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 
-class WorldFormatError(Exception):
+class WorldFormatError(FictionWorldError):
     """A world directory that cannot be read: missing, truncated, foreign or too new."""
 
 

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fictionworld.errors import FictionWorldError
+
 __all__ = ["EntrySpec", "Kind", "register", "make", "spec", "registered", "RegistryError", "KINDS"]
 
 Kind = Literal["web", "env", "task", "world_model", "search_backend", "scorer", "agent", "generator"]
@@ -32,7 +34,7 @@ KINDS: tuple[str, ...] = Kind.__args__
 _ID = re.compile(r"^(?:(?P<ns>[\w.-]+)/)?(?P<name>[\w.]+?)(?:-v(?P<version>\d+))?$")
 
 
-class RegistryError(KeyError):
+class RegistryError(FictionWorldError, KeyError):
     """An unknown id, a wrong kind, or an id registered twice."""
 
     def __str__(self) -> str:  # KeyError would quote the message

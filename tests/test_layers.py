@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "fictionworld.streaming", "fictionworld.executors", "fictionworld.progress",
               "fictionworld.folding", "fictionworld.seeding", "fictionworld.surface", "fictionworld.gazetteer",
               "fictionworld.categories", "fictionworld.knobs", "fictionworld.errors", "fictionworld.llm",
-              "fictionworld.registry", "fictionworld.check", "fictionworld.data")),
+              "fictionworld.registry", "fictionworld.check", "fictionworld.data", "fictionworld.extras")),
     ("generators", ("fictionworld.generators", "fictionworld.determinism")),
     ("web", ("fictionworld.web", "fictionworld.worldmodel")),
     ("tasks/scoring", ("fictionworld.tasks", "fictionworld.scoring")),

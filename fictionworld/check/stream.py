@@ -26,6 +26,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from fictionworld.check.base import CONTEXT_PREDICATES, CheckContext, Checker, ContextBuilder
+from fictionworld.errors import FictionWorldError
 from fictionworld.records import Violation
 from fictionworld.records import ViolationKind as K
 from fictionworld.schema import ORDERED_ATTRIBUTES, PREDICATE_CODE, PREDICATES, RELATIONS
@@ -52,8 +53,10 @@ peaked at about 1 GiB on a 1M-entity world."""
 Progress = Callable[[str, int, int], None]
 
 
-class CheckError(RuntimeError):
+class CheckError(FictionWorldError, RuntimeError):
     """A streamed check that could not be run to its end (not a violation in the world)."""
+
+    exit_code = 1
 
 
 def predicate_groups() -> list[tuple[int, ...]]:

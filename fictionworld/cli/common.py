@@ -24,7 +24,6 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
 DEBUG_ENV = "FICTIONWORLD_DEBUG"  # set to 1: unexpected errors show their traceback
-_PROJECT_PACKAGES = ("fictionworld",)
 # the command-line framework's own signals and usage errors (typer reports those itself)
 
 # typer may ship its own copy of click: take its exception classes from typer itself
@@ -133,11 +132,11 @@ def stages(first: str) -> Iterator[Callable[[str], None]]:
         yield lambda text: progress.update(task, description=text)
 
 
-def _explain(exc: Exception) -> tuple[list[str], int]:
+def explain_error(exc: Exception) -> tuple[list[str], int]:
     """What went wrong, in words, and the exit code (2: bad input, 1: the work failed)."""
     from pydantic import ValidationError
 
-    from fictionworld.errors import problem_lines
+    from fictionworld.errors import FictionWorldError, problem_lines
 
     if isinstance(exc, ValidationError):
         return problem_lines(exc), 2
@@ -148,8 +147,8 @@ def _explain(exc: Exception) -> tuple[list[str], int]:
         return ["out of memory"], 1
     if isinstance(exc, UnicodeDecodeError):
         return [f"a file that should be text (UTF-8) is not: {exc.reason} at byte {exc.start}"], 2
-    if type(exc).__module__.split(".")[0] in _PROJECT_PACKAGES:
-        return str(exc).splitlines() or [type(exc).__name__], 1 if isinstance(exc, RuntimeError) else 2
+    if isinstance(exc, FictionWorldError):
+        return str(exc).splitlines() or [type(exc).__name__], exc.exit_code
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return [f"unexpected {type(exc).__name__}{': ' + first if first else ''} (set {DEBUG_ENV}=1 for the traceback)"], 1
 
@@ -210,7 +209,7 @@ class _Guarded(TyperGroup):
             debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
             if debug or not (isinstance(exc, Exception) or is_native_panic(exc)):
                 raise
-            lines, code = _explain(exc)
+            lines, code = explain_error(exc)
             error_lines(lines)
             raise typer.Exit(code) from None
 

@@ -30,6 +30,7 @@ from fictionworld.cli.common import (
     warn,
     world_model_config,
 )
+from fictionworld.extras import require
 
 __all__ = ["register"]
 
@@ -463,6 +464,8 @@ def train_demo(
 ) -> None:
     """Train a small search-strategy policy with GRPO on Ray rollout rewards; plot its curve."""
     from fictionworld.rollouts.train import plot_curve, save_result, train_policy
+
+    require("plots", "fictionworld train-demo")
     from fictionworld.tasks.generate import generate_tasks
 
     check_output(directory, "--dir", directory=True)

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 import typer
 
 from fictionworld.cli.common import KnobOption, fail, parse_knobs, warn
+from fictionworld.extras import require
 
 __all__ = ["register"]
 
@@ -137,6 +138,7 @@ def serve(
     OpenAPI docs at /docs. Stops cleanly on SIGTERM or Ctrl-C, answering what is in flight."""
     from fictionworld.env.service import Limits
 
+    require("serve", "fictionworld serve")
     if replicas != 2 and not ray_serve or address is not None and not ray_serve:
         fail("--replicas and --address go with --ray-serve")
     _check_host(host)
@@ -197,6 +199,7 @@ def mcp(
     ] = 600.0,  # fmt: skip
 ) -> None:
     """Serve a world's search and open tools over MCP (the official SDK), with the env's schemas."""
+    require("serve", "fictionworld mcp")
     if transport == "stdio":
         if host is not None or port is not None:
             fail("--host and --port go with --transport streamable-http (stdio talks over stdin and stdout)")

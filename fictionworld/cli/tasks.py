@@ -24,6 +24,7 @@ from fictionworld.cli.common import (
     renamed,
     warn,
 )
+from fictionworld.extras import require
 
 __all__ = ["register"]
 
@@ -363,6 +364,8 @@ def score(
 
     if mode not in ("strict", "strict-abstain", "compat"):
         fail(f"--mode must be strict, strict-abstain or compat, not {mode!r}")
+    if mode == "compat":
+        require("compat", "fictionworld score --mode compat")
     ref = None
     if today:
         try:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 
+from fictionworld.errors import FictionWorldError
+
 __all__ = ["check_env", "EnvCheckError"]
 
 _BAD_ACTIONS = (
@@ -27,7 +29,8 @@ _BAD_ACTIONS = (
 )  # fmt: skip
 
 
-class EnvCheckError(AssertionError):
+class EnvCheckError(FictionWorldError, AssertionError):
+    exit_code = 1
     pass
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from fictionworld.errors import FictionWorldError
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import hash_text, mix64_int
 from fictionworld.web import Web, WebError, WebSession
@@ -108,7 +109,7 @@ class Limits(BaseModel):
     max_connections: int = Field(512, ge=2)  # connections a worker holds (idle ones are closed to make room)
 
 
-class RequestError(ValueError):
+class RequestError(FictionWorldError, ValueError):
     """A request the service refuses: ``status`` is the HTTP status that says why (400 bad
     value, 413 over a size limit, 422 wrong shape, 504 over the time limit)."""
 

@@ -102,7 +102,8 @@ def export_verl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int =
     file there and turns validation off (``trainer.val_before_train=False``, ``test_freq=-1``).
     Raises ValueError on tasks made for another world or an unknown logger.
     """
-    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     if tools not in TOOL_SETS:
         raise ValueError(f"unknown tool set {tools!r}: one of {sorted(TOOL_SETS)}")
@@ -134,7 +135,7 @@ def export_verl(tasks, world_dir, out, *, val_fraction: float = 0.1, seed: int =
     out.mkdir(parents=True, exist_ok=True)
     for split, split_rows in rows.items():
         if split_rows:
-            pd.DataFrame(split_rows).to_parquet(out / f"{split}.parquet", index=False)
+            pq.write_table(pa.Table.from_pylist(split_rows), out / f"{split}.parquet")
         else:  # no validation rows: no file (one left by an earlier export would mislead)
             (out / f"{split}.parquet").unlink(missing_ok=True)
     tools_yaml = {"tools": [{"class_name": f"{ADAPTER}.FictionWorldTool", "config": {"type": "native", "name": name},

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
+from fictionworld.errors import FictionWorldError
 from fictionworld.rollouts.episode_record import Episode, Timing, as_episodes
 from fictionworld.scoring import METRIC_NAMES, Scores, aggregate
 
@@ -27,10 +28,12 @@ __all__ = ["EpisodeLog", "read_episodes", "group_advantages", "GroupAdvantage", 
 Records = Iterable[Episode | Mapping[str, Any]]  # episodes, or their JSON records
 
 
-class RunError(RuntimeError):
+class RunError(FictionWorldError, RuntimeError):
     """A run directory that cannot be used (another world or agent, unreadable files): what is
     wrong (``problem``), then what to do (``advice``, by default for ``rollout``'s --out; a
     command with other options words its own from ``problem``)."""
+
+    exit_code = 1
 
     def __init__(self, problem: str, advice: str = "use another --out"):
         super().__init__(f"{problem}; {advice}")

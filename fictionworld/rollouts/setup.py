@@ -8,13 +8,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fictionworld.errors import FictionWorldError
+
 if TYPE_CHECKING:
     from fictionworld.rollouts.pool import Job
 
 __all__ = ["SetupError", "check_setup", "check_jobs", "check_run", "check_room", "agent_factory"]
 
 
-class SetupError(ValueError):
+class SetupError(FictionWorldError, ValueError):
     """A rollout that cannot start: its world, agent or env settings are wrong. Found in the
     driver, before Ray starts or a run directory is written."""
 

@@ -28,6 +28,8 @@ import io
 import re
 import traceback
 
+from fictionworld.errors import FictionWorldError
+from fictionworld.extras import require
 from fictionworld.scoring.judge import FallbackJudge
 from fictionworld.scoring.metrics import Official
 from fictionworld.scoring.scores import Scores
@@ -58,8 +60,10 @@ def _search_cost(text: str) -> int:
     return 10 + len(text)
 
 
-class EvaluatorTimeout(Exception):
+class EvaluatorTimeout(FictionWorldError):
     """An answer needs more work than the budget allows."""
+
+    exit_code = 1
 
 
 class DateParsing:
@@ -158,8 +162,10 @@ def _zero(task: Task, msg: str, judge: str) -> Scores:
 def score_compat(
     response, task: Task, *, judge=None, today: dt.date | None = None, date_work: int = DATE_WORK
 ) -> Scores:
-    """Official scores of ``response`` against ``task`` (never raises). ``date_work``: the
-    estimated milliseconds of date searches the answer may need (see :data:`DATE_WORK`)."""
+    """Official scores of ``response`` against ``task`` (never raises on the response; MissingExtra
+    without the ``[compat]`` extra). ``date_work``: the estimated milliseconds of date searches
+    the answer may need (see :data:`DATE_WORK`)."""
+    require("compat", "the compat scorer")
     j = judge or FallbackJudge()
     kind = "fallback" if judge is None else "endpoint"
     if response is None:

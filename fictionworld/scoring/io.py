@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from fictionworld.errors import in_words
+from fictionworld.errors import FictionWorldError, in_words
 from fictionworld.tasks.model import Evaluation, GoldTable, Task, TaskError, norm_header, read_tasks
 
 __all__ = [
@@ -44,7 +44,7 @@ OFFICIAL_RESPONSE_FIELDS = ("instance_id", "response", "messages", "trial_idx")
 OFFICIAL_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-class ResponseError(ValueError):
+class ResponseError(FictionWorldError, ValueError):
     pass
 
 

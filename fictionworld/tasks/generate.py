@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fictionworld.errors import FictionWorldError
 from fictionworld.registry import RegistryError, make
 from fictionworld.tasks.model import Task
 from fictionworld.tasks.query import GraphIndex, evaluate
@@ -12,7 +13,8 @@ from fictionworld.tasks.wide import TaskKnobs
 __all__ = ["generate_tasks", "recompute", "TaskGenerationError"]
 
 
-class TaskGenerationError(RuntimeError):
+class TaskGenerationError(FictionWorldError, RuntimeError):
+    exit_code = 1
     pass
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from fictionworld.errors import FictionWorldError
 from fictionworld.tasks.query import Query
 
 __all__ = [
@@ -36,7 +37,7 @@ METRICS = ("exact_match", "number_near", "date_near", "url_match", "llm_judge") 
 OFFICIAL_METRICS = (*METRICS, "in_match")
 
 
-class TaskError(ValueError):
+class TaskError(FictionWorldError, ValueError):
     """A task file or record that cannot be used (names the file and line)."""
 
 

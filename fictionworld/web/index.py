@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fictionworld.errors import is_native_panic
+from fictionworld.errors import FictionWorldError, is_native_panic
 from fictionworld.folding import fold_phrase
 from fictionworld.web.common_clauses import ANY_SCORE, CommonClauses
 from fictionworld.web.index_files import (
@@ -106,8 +106,10 @@ class SearchBackend(Protocol):
         ...
 
 
-class DamagedIndexError(RuntimeError):
+class DamagedIndexError(FictionWorldError, RuntimeError):
     """tantivy failed on the index's files (a panic inside it): they are damaged."""
+
+    exit_code = 1
 
 
 def _damaged(path: Path | None, exc: BaseException) -> DamagedIndexError:

@@ -19,6 +19,7 @@ import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict
 
 from fictionworld.dates import from_days
+from fictionworld.errors import FictionWorldError
 from fictionworld.web.arrow import MappedArrow, map_array, numpy_of, save_array
 from fictionworld.web.pagetext import TextCodec, Texts, codec_of, sample_rows, stored_schema
 from fictionworld.web.strings import Strings
@@ -70,7 +71,7 @@ _READ_WHOLE = {"u": np.float32, "entity": np.int32, "published": np.int32}
 AGENTWORLD_RESULTS = 10  # results per query of web_search, as Qwen-AgentWorld's search domain gives
 
 
-class WebError(ValueError):
+class WebError(FictionWorldError, ValueError):
     """A malformed request (not a URL, an empty query): the caller's mistake, said plainly."""
 
 

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from fictionworld.errors import FictionWorldError
 from fictionworld.executors import POOL_RESTARTS, LocalTasks, RayTasks
 from fictionworld.web.index import common_limit
 from fictionworld.web.index_files import write_json
@@ -53,8 +54,10 @@ PLAN_FORMAT = "fictionworld-build/1"
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-class BuildError(RuntimeError):
+class BuildError(FictionWorldError, RuntimeError):
     """A build that cannot go on (a foreign unfinished build in the way, a worker that keeps dying)."""
+
+    exit_code = 1
 
 
 def plan_shards(blocks: int, shards: int) -> list[tuple[int, int]]:

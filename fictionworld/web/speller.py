@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
+from fictionworld.errors import FictionWorldError
 from fictionworld.web.arrow import MappedArrow, int64_array, map_array, numpy_of, save_array, write_arrow
 from fictionworld.web.strings import Strings
 
@@ -41,9 +42,11 @@ MIN_SIMILARITY = 0.75
 ONE_EDIT_POOL = 5_000
 
 
-class DeadlinePassed(Exception):
+class DeadlinePassed(FictionWorldError):
     """A search's work went past its deadline (a ``time.monotonic()`` time): it stopped there,
     with no answer, rather than give one that left some of the query's words out."""
+
+    exit_code = 1
 
 
 def check_deadline(deadline: float | None) -> None:

@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+from fictionworld.errors import FictionWorldError
+
 __all__ = ["RenderCache", "CACHE_FILE", "CacheError"]
 
 CACHE_FILE = "renders.sqlite"
@@ -31,8 +33,10 @@ CREATE INDEX IF NOT EXISTS renders_url ON renders (ns, url);
 """
 
 
-class CacheError(RuntimeError):
+class CacheError(FictionWorldError, RuntimeError):
     """The cache file is unreadable (not SQLite, or a corrupt database)."""
+
+    exit_code = 1
 
 
 class RenderCache:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fictionworld.errors import FictionWorldError
 from fictionworld.knobs import Knobs
 from fictionworld.seeding import hash_text
 from fictionworld.web.urls import parse_url
@@ -91,7 +92,7 @@ _NOTE = "\n\n[Note: one turn left. Give your final answer now.]"
 _CUT = re.compile(r"\n\n\[… cut at [\d,]+ characters\]\Z")
 
 
-class LwmError(ValueError):
+class LwmError(FictionWorldError, ValueError):
     """Input the LWM export or its scoring cannot use, said in one line."""
 
 
