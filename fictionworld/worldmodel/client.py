@@ -11,13 +11,17 @@ from dataclasses import dataclass
 
 import httpx
 
+from fictionworld.errors import FictionWorldError
+
 __all__ = ["WorldModelClient", "Completion", "ServerUnreachable", "chatml"]
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.S)
 
 
-class ServerUnreachable(RuntimeError):
+class ServerUnreachable(FictionWorldError, RuntimeError):
     """No usable answer after the retries: connection refused, timeouts, 5xx, or a client error."""
+
+    exit_code = 1
 
 
 @dataclass
