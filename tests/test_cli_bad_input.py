@@ -74,7 +74,6 @@ def test_rollout_agent_is_checked_before_ray_starts(files, tmp_path, no_ray, age
         (["--temperature", "0.3"], "--temperature: only for --agent openai"),
         (["--agent-model", "m"], "--agent-model: only for --agent openai, not --agent baseline"),
         (["--agent-url", "http://h:1/v1"], "--agent-url: only for --agent openai, not --agent baseline"),
-        (["--model", "m"], "--model: only for --agent openai (or --world-model sglang)"),
         (["--world-model-url", "http://h:1/v1"], "--world-model-url: only for --world-model sglang"),
         (["--world-model-name", "m"], "--world-model-name: only for --world-model sglang"),
         (["--knob", "conflict_rate=abc"], "knob 'conflict_rate': must be a number, not 'abc'"),
@@ -149,7 +148,7 @@ def test_task_options_are_named_as_options(files, tmp_path):
 
 
 def test_export_scale_is_checked(files):
-    r = cli("export", files["run"], "--scale", "foo")
+    r = cli("export", "episodes", files["run"], "--scale", "foo")
     assert clean_failure(r) == ["error: --scale must be std or none, not 'foo'"]
 
 
@@ -212,17 +211,9 @@ def test_fidelity_fails_when_the_server_never_answers(files):
     assert len(lines) == 1 and "nothing was rendered" in lines[0] and "http://127.0.0.1:9/v1" in lines[0]
 
 
-# -- one option per server: --base-url is a deprecated alias of what it meant before -------------------
-def test_each_server_has_its_own_option_and_base_url_still_works_with_a_warning(files, tmp_path, no_ray):
+# -- one option per server; the old shared names are gone (issue 75: no deprecated aliases) -----------
+def test_each_server_has_its_own_option_and_the_old_names_are_unknown(files, tmp_path, no_ray):
     down = "http://127.0.0.1:9/v1"
-    r = cli("search", files["world"], "glass", "--world-model", "sglang", "--base-url", down, "--model", "m")
-    assert r.exit_code == 0, r.output
-    assert "warning: --base-url is deprecated here; use --world-model-url" in r.output
-    assert "warning: --model is deprecated here; use --world-model-name" in r.output
-    r = cli("search", files["world"], "glass", "--world-model", "sglang", "--base-url", down, "--world-model-url", down)
-    assert clean_failure(r) == [
-        "error: --base-url is the deprecated name of --world-model-url; give --world-model-url only"
-    ]
     r = cli("open", files["world"], files["url"], "--world-model-url", down)
     assert clean_failure(r) == ["error: --world-model-url: only for --world-model sglang"]
     r = cli("fidelity", files["world"], "--world-model", "sglang")
@@ -230,18 +221,23 @@ def test_each_server_has_its_own_option_and_base_url_still_works_with_a_warning(
         "error: --world-model sglang needs --world-model-url (its SGLang server, e.g. http://127.0.0.1:30000/v1)"
     ]
     rollout = ["rollout", files["world"], "--tasks", files["tasks"], "--out", tmp_path / "run"]
-    r = cli(*rollout, "--agent", "oracle", "--base-url", down)
-    assert clean_failure(r) == ["error: --base-url: only for --agent openai (or --world-model sglang)"]
-    r = cli(*rollout, "--agent", "openai", "--base-url", down, "--agent-url", down)
-    assert "error: --base-url is the deprecated name of --agent-url; give --agent-url only" in clean_failure(r)
-    assert "warning: --base-url is deprecated" in r.output
-    r = cli("score", "--tasks", files["tasks"], "--responses", files["responses"], "--judge-base-url", down,
-            "--judge-url", down)  # fmt: skip
-    assert clean_failure(r) == ["error: --judge-base-url is the deprecated name of --judge-url; give --judge-url only"]
+    old = [("search", files["world"], "glass", "--world-model", "sglang", "--base-url", down),
+           ("search", files["world"], "glass", "--world-model", "sglang", "--model", "m"),
+           ("open", files["world"], files["url"], "--api", "chat"),
+           ("fidelity", files["world"], "--base-url", down),
+           (*rollout, "--agent", "openai", "--base-url", down),
+           (*rollout, "--agent", "openai", "--model", "m"),
+           ("score", "--tasks", files["tasks"], "--responses", files["responses"], "--judge-base-url", down)]  # fmt: skip
+    for args in old:
+        r = cli(*args)
+        assert r.exit_code == 2 and f"error: No such option: {args[-2]}" in r.output, (args, r.output)
+    assert not (tmp_path / "run").exists()
     for command in ("search", "open", "fidelity", "rollout", "score"):
         text = cli(command, "--help").output
         assert "--base-url" not in text and "--judge-base-url" not in text, command
     assert "--agent-url" in cli("rollout", "--help").output and "--judge-url" in cli("score", "--help").output
+    r = cli("export", files["run"])  # `export RUN` was `export episodes RUN`
+    assert r.exit_code == 2 and "No such command" in r.output, r.output
 
 
 # -- messages: one clear line per problem, never pydantic's ------------------------------------------

@@ -149,7 +149,7 @@ def test_cli_rollout_resume_and_export(ray_cluster, saved_world, tasks, tmp_path
     r = CliRunner().invoke(app, args + ["--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["skipped"] == 6  # (a warning may go to stderr)
     assert (tmp_path / "run" / "episodes.parquet").exists() and (tmp_path / "run" / "summary.json").exists()
-    r = CliRunner().invoke(app, ["export", str(tmp_path / "run"), "--out", str(tmp_path / "x.parquet")])
+    r = CliRunner().invoke(app, ["export", "episodes", str(tmp_path / "run"), "--out", str(tmp_path / "x.parquet")])
     assert r.exit_code == 0 and pq.read_table(tmp_path / "x.parquet").num_rows == 6
     bad = CliRunner().invoke(app, args[:-2] + ["--limit", "3", "--agent", "oracle"])
     assert bad.exit_code == 2 and "use another --out" in bad.output

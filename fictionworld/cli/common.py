@@ -104,17 +104,6 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
-def renamed(old: str, new: str, old_value, new_value):
-    """The value of an option given by its deprecated name ``old`` (with a warning to use
-    ``new``), else ``new_value``; both at once is an error."""
-    if old_value is None:
-        return new_value
-    if new_value is not None:
-        fail(f"{old} is the deprecated name of {new}; give {new} only")
-    warn(f"{old} is deprecated here; use {new}")
-    return old_value
-
-
 @contextmanager
 def stages(first: str) -> Iterator[Callable[[str], None]]:
     """A spinner on stderr naming the stage a command is in, with the time elapsed, for work
@@ -224,7 +213,7 @@ def new_app() -> typer.Typer:
         help="Invent consistent fictional worlds and turn them into training grounds for search agents.",
         epilog="Servers have one option each: --world-model-url (the sglang world model's SGLang server: search, "
         "open, fidelity, rollout), --agent-url (the openai agent's: rollout), --judge-url (the compat judge's: "
-        "score). --base-url is a deprecated alias, with a warning, of what it meant before.",
+        "score).",
     )
 
 
@@ -343,9 +332,7 @@ KnobOption = Annotated[
 
 
 # One option, one server. The sglang world model's server is --world-model-url everywhere; the
-# openai agent's is --agent-url (rollout), the compat judge's --judge-url (score). --base-url,
-# which named the world model's server on search/open/fidelity and the agent's on rollout, is a
-# hidden deprecated alias that warns (as are --model and --api for the world model).
+# openai agent's is --agent-url (rollout), the compat judge's --judge-url (score).
 WorldModelOption = Annotated[
     str,
     typer.Option(
@@ -368,12 +355,6 @@ WorldModelApiOption = Annotated[
     str | None,
     typer.Option("--world-model-api", help="sglang world model: chat (/v1/chat/completions, the default) or generate."),
 ]
-# deprecated names of the three above on search, open and fidelity
-OldBaseUrlOption = Annotated[
-    str | None, typer.Option("--base-url", hidden=True, help="Deprecated: --world-model-url.", callback=http_url)
-]
-OldModelOption = Annotated[str | None, typer.Option("--model", hidden=True, help="Deprecated: --world-model-name.")]
-OldApiOption = Annotated[str | None, typer.Option("--api", hidden=True, help="Deprecated: --world-model-api.")]
 
 
 def world_model_config(kind: str, url: str | None, name: str | None, api: str | None, **extra):
@@ -397,15 +378,6 @@ def world_model_config(kind: str, url: str | None, name: str | None, api: str | 
         return WorldModelConfig(kind=kind, base_url=url, model=name or "default", api=api or "chat", **extra)
     except ValidationError as exc:
         fail("\n".join(problem_lines(exc, what="world model setting", model=WorldModelConfig)))
-
-
-def world_model_options(kind: str, url, name, api, old_base_url, old_model, old_api, **extra):
-    """:func:`world_model_config` from a command's --world-model-* options and their deprecated
-    names (--base-url, --model, --api), which warn."""
-    url = renamed("--base-url", "--world-model-url", old_base_url, url)
-    name = renamed("--model", "--world-model-name", old_model, name)
-    api = renamed("--api", "--world-model-api", old_api, api)
-    return world_model_config(kind, url, name, api, **extra)
 
 
 def served_web(path: Path, config):

@@ -6,8 +6,7 @@
   ``environment_factory`` (:func:`fictionworld.integrations.trl.export_trl`);
 - ``export skyrl TASKS --world DIR --out OUT``: train/val Parquet in SkyRL's row schema and a
   launch script (:func:`fictionworld.integrations.skyrl.export_skyrl`);
-- ``export episodes RUN``: a rollout's episodes with GRPO advantages (``export RUN``, the form
-  before the trainers came, still works);
+- ``export episodes RUN``: a rollout's episodes with GRPO advantages;
 - ``export lwm RUN|WORLD --out OUT``: (history, action, observation) examples for language world
   models, verified against the graph, with negatives and a dataset card
   (:func:`fictionworld.worldmodel.lwm_files.export_lwm`).
@@ -19,7 +18,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 from fictionworld.cli.common import KnobOption, check_output, err, fail, out, parse_knobs, probability, warn
 
@@ -27,15 +25,6 @@ __all__ = ["register", "TARGETS"]
 
 TARGETS = ("verl", "trl", "skyrl", "episodes", "lwm")
 TOOL_SETS = ("basic", "agentworld", "memory", "all")
-
-
-class _ExportGroup(TyperGroup):
-    """``export RUN`` (a path, not a target) means ``export episodes RUN``."""
-
-    def resolve_command(self, ctx, args):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            args = ["episodes", *args]
-        return super().resolve_command(ctx, args)
 
 
 TasksArg = Annotated[Path, typer.Argument(help="Tasks file (tasks.jsonl from `fictionworld tasks`).")]
@@ -290,7 +279,7 @@ def register(app: typer.Typer) -> None:
     """Adds the ``export`` group (``verl``, ``trl``, ``episodes``, ``lwm``) to ``app``."""
     from fictionworld.cli.rollout import export as episodes
 
-    group = typer.Typer(cls=_ExportGroup, no_args_is_help=True, add_completion=False,
+    group = typer.Typer(no_args_is_help=True, add_completion=False,
                         help="Trainer data (verl, trl, skyrl), a run's episodes (episodes RUN), LWM data (lwm).")  # fmt: skip
     group.command("verl")(verl)
     group.command("trl")(trl)

@@ -49,37 +49,6 @@ _AGENT_OPTIONS = {"--agent-url": "base_url", "--agent-model": "model", "--tool-m
                   "--temperature": "temperature", "--top-p": "top_p", "--top-k": "top_k"}  # fmt: skip
 
 
-def _old_names(agent: str, world_model: str, base_url: str | None, model: str | None, new: dict) -> dict:
-    """``new`` ({option: value} of --agent-url, --agent-model, --world-model-url, --world-model-name)
-    with the deprecated --base-url and --model filled in (and a warning) where they applied
-    before those options existed: the openai agent's server and model, and the sglang world
-    model's unless --world-model-url/--world-model-name are given."""
-    old = {
-        "--base-url": (base_url, "--agent-url", "--world-model-url"),
-        "--model": (model, "--agent-model", "--world-model-name"),
-    }
-    given = [name for name, (value, *_) in old.items() if value is not None]
-    if not given:
-        return new
-    if agent != "openai" and world_model == "template":
-        fail(f"{', '.join(given)}: only for --agent openai (or --world-model sglang)")
-    warn(
-        f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} deprecated: use --agent-url/--agent-model for "
-        "the openai agent's server and model, --world-model-url/--world-model-name for the sglang world model's"
-    )
-    new = dict(new)
-    for name, (value, agent_option, world_model_option) in old.items():
-        if value is None:
-            continue
-        if agent == "openai":
-            if new[agent_option] is not None:
-                fail(f"{name} is the deprecated name of {agent_option}; give {agent_option} only")
-            new[agent_option] = value
-        if world_model != "template" and new[world_model_option] is None:
-            new[world_model_option] = value
-    return new
-
-
 def _agent_settings(agent: str, options: dict) -> dict:
     """The openai agent's settings from its options; one given to another agent is an error
     (it would be silently ignored)."""
@@ -236,13 +205,6 @@ def rollout(
     world_model_url: WorldModelUrlOption = None,
     world_model_name: WorldModelNameOption = None,
     world_model_api: WorldModelApiOption = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(hidden=True, help="Deprecated: --agent-url (and --world-model-url).", callback=http_url),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(hidden=True, help="Deprecated: --agent-model (and --world-model-name).")
-    ] = None,
 ) -> None:
     """Run an agent on tasks with a Ray actor pool; resumable, episodes appended as they finish.
 
@@ -253,12 +215,9 @@ def rollout(
     from fictionworld.storage import WorldFormatError
     from fictionworld.tasks.model import TaskError, read_tasks
 
-    servers = _old_names(agent, world_model, base_url, model, {"--agent-url": agent_url, "--agent-model": agent_model,
-                         "--world-model-url": world_model_url, "--world-model-name": world_model_name})  # fmt: skip
-    llm = _agent_settings(agent, {"--agent-url": servers["--agent-url"], "--agent-model": servers["--agent-model"],
-                                  "--tool-mode": tool_mode, "--temperature": temperature, "--top-p": top_p,
-                                  "--top-k": top_k})  # fmt: skip
-    wm = world_model_config(world_model, servers["--world-model-url"], servers["--world-model-name"], world_model_api)
+    llm = _agent_settings(agent, {"--agent-url": agent_url, "--agent-model": agent_model, "--tool-mode": tool_mode,
+                                  "--temperature": temperature, "--top-p": top_p, "--top-k": top_k})  # fmt: skip
+    wm = world_model_config(world_model, world_model_url, world_model_name, world_model_api)
     if tools is not None and tools not in ("basic", "agentworld", "memory", "all"):
         fail(f"--tools must be basic, agentworld, memory or all, not {tools!r}")
     env_config: dict = {"tools": tools, "knobs": parse_knobs(knob).model_dump(mode="json") if knob else None,

@@ -21,7 +21,6 @@ from fictionworld.cli.common import (
     load_world_dir,
     out,
     plain_text,
-    renamed,
     warn,
 )
 from fictionworld.extras import require
@@ -341,9 +340,6 @@ def score(
             callback=http_url,
         ),
     ] = None,
-    judge_base_url: Annotated[
-        str | None, typer.Option(hidden=True, help="Deprecated: --judge-url.", callback=http_url)
-    ] = None,
     judge_model: Annotated[str, typer.Option(help="compat: the judge's model name at --judge-url.")] = "gpt-4.1",
     today: Annotated[str | None, typer.Option(help="Date compat's date parsing is relative to (YYYY-MM-DD).")] = None,
     out_path: Annotated[
@@ -372,7 +368,6 @@ def score(
             ref = dt.date.fromisoformat(today)
         except ValueError:
             fail(f"--today {today!r} is not YYYY-MM-DD")
-    judge_url = renamed("--judge-base-url", "--judge-url", judge_base_url, judge_url)
     if mode != "compat" and (judge_url or today):
         warn("--judge-url and --today apply to --mode compat only; the strict scorer ignores them")
     tasks_path, out_path = _score_paths(tasks_path, responses, gold_dir, out_path)

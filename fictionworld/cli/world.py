@@ -19,9 +19,6 @@ from fictionworld.cli.common import (
     MAX_K,
     MAX_PAGE,
     KnobOption,
-    OldApiOption,
-    OldBaseUrlOption,
-    OldModelOption,
     WorldModelApiOption,
     WorldModelNameOption,
     WorldModelOption,
@@ -39,7 +36,7 @@ from fictionworld.cli.common import (
     served_web,
     stages,
     workers_option,
-    world_model_options,
+    world_model_config,
 )
 from fictionworld.progress import progress_bar
 
@@ -359,15 +356,12 @@ def search(
     world_model_url: WorldModelUrlOption = None,
     world_model_name: WorldModelNameOption = None,
     world_model_api: WorldModelApiOption = None,
-    base_url: OldBaseUrlOption = None,
-    model: OldModelOption = None,
-    api: OldApiOption = None,
 ) -> None:
     """Search a world's web; prints results as agents see them ([n] URL / Title / Snippet / Date)."""
     from fictionworld.web import WebError, format_results
 
     knobs = parse_knobs(knob)
-    config = world_model_options(world_model, world_model_url, world_model_name, world_model_api, base_url, model, api)
+    config = world_model_config(world_model, world_model_url, world_model_name, world_model_api)
     web = served_web(path, config)
     try:
         results = web.search(query, k, page, knobs)
@@ -388,15 +382,12 @@ def open_cmd(
     world_model_url: WorldModelUrlOption = None,
     world_model_name: WorldModelNameOption = None,
     world_model_api: WorldModelApiOption = None,
-    base_url: OldBaseUrlOption = None,
-    model: OldModelOption = None,
-    api: OldApiOption = None,
 ) -> None:
     """Open a page of a world's web and print it as Markdown. Exit 1 if there is no such page."""
     from fictionworld.web import PageNotFound, WebError
 
     knobs = parse_knobs(knob)
-    config = world_model_options(world_model, world_model_url, world_model_name, world_model_api, base_url, model, api)
+    config = world_model_config(world_model, world_model_url, world_model_name, world_model_api)
     web = served_web(path, config)
     try:
         page = web.open(url, knobs)

@@ -11,9 +11,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from fictionworld.cli.common import (
-    OldApiOption,
-    OldBaseUrlOption,
-    OldModelOption,
     WorldModelApiOption,
     WorldModelNameOption,
     WorldModelOption,
@@ -24,7 +21,7 @@ from fictionworld.cli.common import (
     positive,
     saved_web,
     serve_with,
-    world_model_options,
+    world_model_config,
 )
 
 __all__ = ["register"]
@@ -62,9 +59,6 @@ def fidelity(
     concurrency: Annotated[int, typer.Option(help="LLM requests in flight at most.", min=1)] = 8,
     write_cache: Annotated[bool, typer.Option(help="Keep the renders in the world's cache.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    base_url: OldBaseUrlOption = None,
-    model: OldModelOption = None,
-    api: OldApiOption = None,
     heldout: Annotated[
         Path | None,
         typer.Option("--heldout", help="A held-out LWM set (an `export lwm` OUT, or *_test.jsonl): score on it."),
@@ -83,7 +77,7 @@ def fidelity(
 
     if predictions is not None and heldout is None:
         fail("--predictions needs --heldout (the held-out set the predictions are for)")
-    config = world_model_options(world_model, world_model_url, world_model_name, world_model_api, base_url, model, api,
+    config = world_model_config(world_model, world_model_url, world_model_name, world_model_api,
                                  timeout=timeout, max_concurrency=concurrency)  # fmt: skip
     if heldout is not None:
         given = [f"--{k.replace('_', '-')}" for k in ("n", "searches", "seed", "write_cache")
