@@ -19,7 +19,6 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "serve": ("fastapi", "uvicorn", "mcp"),
     "compat": ("pandas", "dateparser"),
     "plots": ("matplotlib",),
-    "ray-serve": ("fastapi", "uvicorn"),
 }
 
 

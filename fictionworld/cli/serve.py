@@ -22,6 +22,11 @@ def seconds_option(help: str) -> typer.models.OptionInfo:
     return typer.Option(help=help, min=0.001, max=3600)
 
 
+def held_option(help: str, least: int) -> typer.models.OptionInfo:
+    """How many of something (connections, sessions) a server holds at once: ``least`` to a million."""
+    return typer.Option(help=help, min=least, max=1_000_000)
+
+
 HostOption = Annotated[
     str, typer.Option(help="Address to bind: loopback by default; anything else is reachable from outside (warned).")
 ]
@@ -109,11 +114,10 @@ def serve(
     ] = 10.0,
     max_connections: Annotated[
         int,
-        typer.Option(
-            help="Connections a worker holds (at most its open-file limit less 128); one more closes the one idle "
-            "longest, or gets 503 when none is idle.",
-            min=2,
-            max=1_000_000,
+        held_option(
+            "Connections a worker holds (at most its open-file limit less 128); one more closes the one "
+            "idle longest, or gets 503 when none is idle.",
+            2,
         ),
     ] = 512,  # fmt: skip
     ray_serve: Annotated[
@@ -185,10 +189,8 @@ def mcp(
     preload: PreloadOption = True,
     max_sessions: Annotated[
         int,
-        typer.Option(
-            help="streamable-http: transport sessions held at once; a request that would open one more gets 503.",
-            min=1,
-            max=1_000_000,
+        held_option(
+            "streamable-http: transport sessions held at once; a request that would open one more gets 503.", 1
         ),
     ] = 1024,  # fmt: skip
     session_idle: Annotated[

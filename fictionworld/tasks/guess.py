@@ -156,74 +156,65 @@ class BaseRates:
 
     def __init__(self, g: GraphIndex):
         self.g = g
-        self._cache: dict[tuple, Guess] = {}
+        self._cache: dict[tuple, tuple] = {}  # column key -> _over_type
 
     def guess(self, row_type: str, col: Column, ev: ColumnEval, fmt: str | None = None) -> Guess:
         """The base-rate guess of ``col`` (written as ``fmt``) for rows of ``row_type``. A rank
         has no base rate here: a rank answers one row of any task (see :meth:`share`)."""
-        fmt = fmt or col.format
-        kind, tol = rule(ev, fmt)
-        key = (row_type, col.path, col.attribute, col.aggregate, col.of_type, fmt, kind, tol)
-        if key not in self._cache:
-            if col.aggregate == "rank":
-                self._cache[key] = Guess(1.0, 0.0, "1")
-            else:
-                rows = np.flatnonzero(self.g.world.entities.type_code == TYPE_CODE[row_type]).astype(np.int64)
-                cells = [c for c in self.g.column(rows, col) if c is not None]
-                if col.format != fmt:
-                    cells = [Cell(gold_text(c.value, fmt), c.value, c.entity, c.facts) for c in cells]
-                values = [_value(c, kind) for c in cells]
-                keep = [(c, v) for c, v in zip(cells, values) if v is not None]
-                cells, values = [c for c, _ in keep], [v for _, v in keep]
-                value, _n = best_guess(kind, tol, values)
-                text, value = _written(kind, value, cells, values, fmt) if values else ("", None)
-                share = _answered(kind, tol, value, values) / len(values) if values else 0.0
-                self._cache[key] = Guess(value, share, text)
-                mode, _n = best_guess("exact", 0.0, values)  # the commonest value itself
-                self._cache[("mode", *key)] = Guess(mode, 0.0, "")
-        return self._cache[key]
+        return self._over_type(row_type, col, ev, fmt)[0]
 
     def mode(self, row_type: str, col: Column, ev: ColumnEval, fmt: str | None = None):
         """The commonest value of ``col`` over the type (as ``rule`` compares it): what a policy
         that learnt the values, not the metric's tolerance, writes."""
-        fmt = fmt or col.format
-        kind, tol = rule(ev, fmt)
-        self.guess(row_type, col, ev, fmt)
-        return self._cache[
-            ("mode", row_type, col.path, col.attribute, col.aggregate, col.of_type, fmt, kind, tol)
-        ].value
+        return self._over_type(row_type, col, ev, fmt)[1]
 
     def extreme_share(self, row_type: str, col: Column, ev: ColumnEval, cells: list[Cell], *, highest: bool,
                       fmt: str | None = None) -> float:  # fmt: skip
         """The share of ``cells`` that the type's highest (or lowest) value of ``col`` answers:
         what a policy writes for the number a ranking orders by ("the 5 books with the lowest
         page count": the smallest page count it has seen)."""
-        if not cells:
-            return 0.0
         fmt = fmt or col.format
         kind, tol = rule(ev, fmt)
-        if kind == "exact":
+        if not cells or kind == "exact":
             return 0.0
-        key = ("extreme", row_type, col.path, col.attribute, fmt, kind, highest)
-        if key not in self._cache:
-            rows = np.flatnonzero(self.g.world.entities.type_code == TYPE_CODE[row_type]).astype(np.int64)
-            every = [c for c in self.g.column(rows, col) if c is not None]
-            if col.format != fmt:
-                every = [Cell(gold_text(c.value, fmt), c.value, c.entity, c.facts) for c in every]
-            values = [v for v in (_value(c, kind) for c in every) if v is not None]
-            self._cache[key] = Guess((max if highest else min)(values) if values else None, 0.0, "")
-        guess = self._cache[key].value
+        guess = self._over_type(row_type, col, ev, fmt)[2 + int(highest)]
         values = [v for v in (_value(c, kind) for c in cells) if v is not None]
         return _answered(kind, tol, guess, values) / len(cells) if guess is not None else 0.0
 
+    def _over_type(self, row_type: str, col: Column, ev: ColumnEval, fmt: str | None):
+        """(best guess, commonest value, lowest value, highest value) of ``col`` written as
+        ``fmt`` over every entity of ``row_type``, read once per column and cached."""
+        fmt = fmt or col.format
+        kind, tol = rule(ev, fmt)
+        key = (row_type, col.path, col.attribute, col.aggregate, col.of_type, fmt, kind, tol)
+        if key not in self._cache:
+            if col.aggregate == "rank":
+                self._cache[key] = (Guess(1.0, 0.0, "1"), None, None, None)
+                return self._cache[key]
+            rows = np.flatnonzero(self.g.world.entities.type_code == TYPE_CODE[row_type]).astype(np.int64)
+            cells = [c for c in self.g.column(rows, col) if c is not None]
+            if col.format != fmt:
+                cells = [Cell(gold_text(c.value, fmt), c.value, c.entity, c.facts) for c in cells]
+            values = [_value(c, kind) for c in cells]
+            keep = [(c, v) for c, v in zip(cells, values) if v is not None]
+            cells, values = [c for c, _ in keep], [v for _, v in keep]
+            value, _n = best_guess(kind, tol, values)
+            text, value = _written(kind, value, cells, values, fmt) if values else ("", None)
+            share = _answered(kind, tol, value, values) / len(values) if values else 0.0
+            mode = best_guess("exact", 0.0, values)[0]
+            low, high = (min(values), max(values)) if values and kind != "exact" else (None, None)
+            self._cache[key] = (Guess(value, share, text), mode, low, high)
+        return self._cache[key]
+
     def share(self, row_type: str, col: Column, ev: ColumnEval, cells: list[Cell], fmt: str | None = None,
-              *, through: bool = False) -> float:  # fmt: skip
+              *, through: bool = False, order=None) -> float:  # fmt: skip
         """Guessability of ``col`` in a task: the share of its gold ``cells`` the base-rate
         guess answers (the best guess under the metric or the type's commonest value, whichever
-        answers more; a rank column: 1 / rows, since ranks differ); the best single answer's
-        share (:func:`best_answer`) where that is larger and the question predicts it: the
-        column runs ``through`` an entity on a condition's path, or its cells are mostly one
-        value (:data:`DOMINANT_SHARE` of :data:`DOMINANT_ROWS` rows or more)."""
+        answers more; a rank column: 1 / rows, since ranks differ); for the number the task's
+        ``order`` ranks by, the type's extreme's share where larger (:meth:`extreme_share`); the
+        best single answer's share (:func:`best_answer`) where that is larger and the question
+        predicts it: the column runs ``through`` an entity on a condition's path, or its cells
+        are mostly one value (:data:`DOMINANT_SHARE` of :data:`DOMINANT_ROWS` rows or more)."""
         if not cells:
             return 0.0
         fmt = fmt or col.format
@@ -234,6 +225,8 @@ class BaseRates:
         values = [v for v in (_value(c, kind) for c in cells) if v is not None]
         guesses = [x for x in (g.value, self.mode(row_type, col, ev, fmt)) if x is not None]
         base = max([_answered(kind, tol, x, values) for x in guesses if values], default=0) / len(cells)
+        if order is not None and (col.path, col.attribute) == (order.path, order.attribute):
+            base = max(base, self.extreme_share(row_type, col, ev, cells, highest=order.descending, fmt=fmt))
         own = best_answer(col, ev, cells, fmt).share
         if through or (len(cells) >= DOMINANT_ROWS and own >= DOMINANT_SHARE):
             return max(base, own)

@@ -369,9 +369,7 @@ class WideTaskGenerator:
         ev = column_eval(c, row_type, key=False, pick=0.0)
         base = self.base_rates.guess(row_type, c, ev, c.format).share
         cells = [x for x in self.g.column(rows, c) if x is not None]
-        here = self.base_rates.share(row_type, c, ev, cells, c.format, through=runs_through(c, conds))
-        if order is not None and (c.path, c.attribute) == (order.path, order.attribute):
-            here = max(here, self.base_rates.extreme_share(row_type, c, ev, cells, highest=order.descending))
+        here = self.base_rates.share(row_type, c, ev, cells, c.format, through=runs_through(c, conds), order=order)
         return max(base, here * len(cells) / max(1, len(rows)))
 
     def _within_budget(self, row_type, rows, cols, n_fixed, spare, conds=(), order=None):
@@ -412,11 +410,9 @@ class WideTaskGenerator:
             if name in keys:
                 continue
             cells = [row[j] for row in ans.cells]
-            col, e = q.columns[j], ev.eval_pipeline[name]
-            share = self.base_rates.share(q.type, col, e, cells, through=runs_through(col, q.conditions))
-            o = q.order
-            if o is not None and (col.path, col.attribute) == (o.path, o.attribute):  # a ranking's number
-                share = max(share, self.base_rates.extreme_share(q.type, col, e, cells, highest=o.descending))
+            col = q.columns[j]
+            share = self.base_rates.share(q.type, col, ev.eval_pipeline[name], cells,
+                                          through=runs_through(col, q.conditions), order=q.order)  # fmt: skip
             shares[name] = round(share, 6)
         gain = sum(shares.values()) / max(1, len(task.gold.columns))
         diff = task.difficulty | {"guess_gain": round(gain, 6)}
